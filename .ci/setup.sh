@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Installs what the test suite and the benchmarks start for real: nats-server, promtool,
+# and (with --bench) haproxy, nginx and h2load. Idempotent; needs root only when something is missing.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+need=()
+command -v nats-server >/dev/null 2>&1 || need+=(nats-server)
+command -v promtool >/dev/null 2>&1 || need+=(prometheus)
+if [[ "${1:-}" == "--bench" ]]; then
+  command -v haproxy >/dev/null 2>&1 || need+=(haproxy)
+  command -v nginx >/dev/null 2>&1 || need+=(nginx)
+  command -v h2load >/dev/null 2>&1 || need+=(nghttp2-client)
+fi
+if ((${#need[@]})); then
+  echo "setup: installing ${need[*]} (Debian packages)" >&2
+  if [[ $(id -u) -ne 0 ]]; then
+    echo "setup: need root to apt-get install ${need[*]}; install them and rerun" >&2
+    exit 1
+  fi
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
+fi
+
+if [[ ! -d node_modules/.bin ]]; then
+  npm ci --no-audit --no-fund
+fi
+# Always rebuild: integration tests run the compiled CLI (bin/dynamo-sidecar -> dist/).
+npx tsc -p tsconfig.json
