@@ -1,0 +1,42 @@
+/**
+ * Why the sidecar itself ended a call, and the one table that maps each reason to a gRPC status.
+ * Statuses the engine sends pass through untouched; these are only the sidecar's own answers.
+ */
+import { GrpcStatus } from '../grpc/status.js';
+
+const STATUS_OF_KIND = {
+  /** Engine slots and overflow queue full (the spec's choice of status, not linkerd's UNAVAILABLE). */
+  worker_at_capacity: GrpcStatus.RESOURCE_EXHAUSTED,
+  /** The call's own deadline passed, in the queue or in the engine. */
+  deadline_exceeded: GrpcStatus.DEADLINE_EXCEEDED,
+  /** No HTTP/2 connection to the engine could be made or used. */
+  upstream_unavailable: GrpcStatus.UNAVAILABLE,
+  /** The engine's connection went away while the call was in it. */
+  upstream_lost: GrpcStatus.UNAVAILABLE,
+  /** SIGTERM received: the sidecar admits nothing new. */
+  draining: GrpcStatus.UNAVAILABLE,
+  /** The client sent something the sidecar cannot forward (bad grpc-timeout, not gRPC). */
+  invalid_request: GrpcStatus.INVALID_ARGUMENT,
+  /** The engine broke the gRPC protocol (no grpc-status at the end of a call). */
+  upstream_protocol: GrpcStatus.INTERNAL,
+} as const satisfies Record<string, GrpcStatus>;
+
+export type CallErrorKind = keyof typeof STATUS_OF_KIND;
+
+export const WORKER_AT_CAPACITY_MESSAGE = 'Server overloaded: worker at capacity';
+
+export class CallError extends Error {
+  override readonly name = 'CallError';
+
+  constructor(
+    readonly kind: CallErrorKind,
+    message: string,
+    options?: { cause?: unknown },
+  ) {
+    super(message, options);
+  }
+
+  get status(): GrpcStatus {
+    return STATUS_OF_KIND[this.kind];
+  }
+}

@@ -1,0 +1,101 @@
+/**
+ * The gRPC ingress: an h2c server whose every stream walks the same short path, top to bottom.
+ *
+ *   own services   grpc.health.v1 is answered here and never takes an admission slot
+ *   protocol       only gRPC (content-type application/grpc*) is proxied
+ *   draining       after SIGTERM nothing new is admitted (UNAVAILABLE)
+ *   deadline       grpc-timeout is parsed once; the sidecar times queued calls itself
+ *   admission      engine slot now, a place in the FIFO queue, or RESOURCE_EXHAUSTED
+ *   upstream       headers and bytes forwarded untouched to the engine and back
+ *
+ * The last two live in ProxiedCall, which owns the call's slot until the call has ended.
+ */
+import { createServer, type Http2Server, type Http2Session, type IncomingHttpHeaders, type ServerHttp2Stream } from 'node:http2';
+import type { AddressInfo } from 'node:net';
+import type { HostPort } from '../config/host-port.js';
+import { parseGrpcTimeout } from '../grpc/deadline.js';
+import { respondTrailersOnly } from '../grpc/respond.js';
+import { CallError } from './call-error.js';
+import type { CallContext } from './call-context.js';
+import type { HealthService } from './health-service.js';
+import { ProxiedCall } from './proxied-call.js';
+import { STREAM_WINDOW_BYTES } from './upstream.js';
+
+export interface IngressOptions {
+  readonly context: CallContext;
+  readonly health: HealthService;
+  readonly isDraining: () => boolean;
+}
+
+export class Ingress {
+  private readonly server: Http2Server;
+  private readonly sessions = new Set<Http2Session>();
+
+  constructor(private readonly options: IngressOptions) {
+    this.server = createServer({
+      settings: { initialWindowSize: STREAM_WINDOW_BYTES, enablePush: false },
+      maxSessionMemory: 256,
+    });
+    this.server.on('stream', (stream, headers) => this.onStream(stream, headers));
+    this.server.on('session', (session) => {
+      this.sessions.add(session);
+      session.on('error', () => {}); // a broken client connection ends its streams; nothing else to do
+      session.on('close', () => this.sessions.delete(session));
+    });
+  }
+
+  /** Binds and resolves with the port actually bound (useful when asked for port 0). */
+  listen(address: HostPort): Promise<number> {
+    return new Promise((resolve, reject) => {
+      this.server.once('error', reject);
+      this.server.listen(address.port, address.host, () => {
+        this.server.off('error', reject);
+        resolve((this.server.address() as AddressInfo).port);
+      });
+    });
+  }
+
+  private onStream(stream: ServerHttp2Stream, headers: IncomingHttpHeaders): void {
+    const { context, health } = this.options;
+    const path = headers[':path'];
+
+    if (health.handles(path)) return health.serve(stream, headers);
+
+    const contentType = headers['content-type'];
+    if (typeof contentType !== 'string' || !contentType.startsWith('application/grpc')) {
+      return this.refuse(stream, new CallError('invalid_request', `content-type must be application/grpc, got "${contentType ?? ''}"`));
+    }
+
+    if (this.options.isDraining()) {
+      return this.refuse(stream, new CallError('draining', 'worker draining: not accepting new calls'));
+    }
+
+    let deadlineAt: number | undefined;
+    const timeout = headers['grpc-timeout'];
+    if (typeof timeout === 'string') {
+      const ms = parseGrpcTimeout(timeout);
+      if (ms === undefined) return this.refuse(stream, new CallError('invalid_request', `invalid grpc-timeout header "${timeout}"`));
+      deadlineAt = context.now() + ms;
+    }
+
+    new ProxiedCall(context, stream, headers, deadlineAt).start();
+  }
+
+  private refuse(stream: ServerHttp2Stream, error: CallError): void {
+    stream.on('error', () => {});
+    respondTrailersOnly(stream, error.status, error.message);
+    this.options.context.metrics.callEnded(error.status);
+  }
+
+  /** Stops accepting connections; open sessions get GOAWAY and may finish their calls. */
+  async close(graceMs = 1000): Promise<void> {
+    const closed = new Promise<void>((resolve) => this.server.close(() => resolve()));
+    for (const session of this.sessions) session.close();
+    const timer = setTimeout(() => {
+      for (const session of this.sessions) session.destroy();
+    }, graceMs);
+    timer.unref();
+    await closed;
+    clearTimeout(timer);
+  }
+}

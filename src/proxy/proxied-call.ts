@@ -1,0 +1,209 @@
+/**
+ * One proxied gRPC call, from ingress to its end. The call owns its admission permit and
+ * releases it exactly once, on whichever exit comes first:
+ *   trailers (or a Trailers-Only answer) handed to the client, the sidecar's own error answer,
+ *   client cancel/reset, deadline, or the engine's connection failing.
+ * A queued call that is cancelled or expires leaves the queue at once and is never sent upstream.
+ *
+ * Bytes are forwarded untouched in both directions with stream.pipe, so HTTP/2 flow control
+ * carries back-pressure end to end: a client that stops reading stops the engine's stream.
+ */
+import { constants, type ClientHttp2Stream, type IncomingHttpHeaders, type OutgoingHttpHeaders, type ServerHttp2Stream } from 'node:http2';
+import type { Permit, QueueTicket } from '../admission/gate.js';
+import { formatGrpcTimeout } from '../grpc/deadline.js';
+import { respondTrailersOnly, statusTrailers } from '../grpc/respond.js';
+import { GrpcStatus, parseStatus } from '../grpc/status.js';
+import { CallError, WORKER_AT_CAPACITY_MESSAGE } from './call-error.js';
+import type { CallContext, TrafficTap } from './call-context.js';
+
+const { NGHTTP2_CANCEL, NGHTTP2_REFUSED_STREAM, NGHTTP2_FLAG_END_STREAM } = constants;
+
+type Phase = 'queued' | 'upstream' | 'ended';
+
+export class ProxiedCall {
+  private phase: Phase = 'queued';
+  private permit: Permit | undefined;
+  private ticket: QueueTicket | undefined;
+  private upstream: ClientHttp2Stream | undefined;
+  private timer: NodeJS.Timeout | undefined;
+  private upstreamTrailers: IncomingHttpHeaders | undefined;
+  /** Set when the sidecar ends a call whose response headers already went out. */
+  private overrideTrailers: OutgoingHttpHeaders | undefined;
+  private upstreamError: Error | undefined;
+  private tap: TrafficTap | undefined;
+  private readonly arrivedAt: number;
+
+  constructor(
+    private readonly ctx: CallContext,
+    private readonly downstream: ServerHttp2Stream,
+    private readonly headers: IncomingHttpHeaders,
+    /** Absolute deadline on ctx.now()'s clock, if the client sent grpc-timeout. */
+    private readonly deadlineAt: number | undefined,
+  ) {
+    this.arrivedAt = ctx.now();
+    downstream.on('error', () => {}); // always followed by 'close', handled there
+    downstream.on('close', () => this.onDownstreamClose());
+  }
+
+  /** Admission: a slot now, a place in the queue, or RESOURCE_EXHAUSTED. */
+  start(): void {
+    const admission = this.ctx.gate.acquire((permit) => this.onAdmitFromQueue(permit));
+    if (admission.kind === 'admitted') {
+      this.armDeadline();
+      this.dispatch(admission.permit);
+    } else if (admission.kind === 'queued') {
+      this.ticket = admission.ticket;
+      this.armDeadline();
+    } else {
+      this.ctx.metrics.rejected();
+      this.ctx.observer?.rejected();
+      this.answer(new CallError('worker_at_capacity', WORKER_AT_CAPACITY_MESSAGE), this.ctx.rejectionHeaders);
+    }
+  }
+
+  private onAdmitFromQueue(permit: Permit): void {
+    this.ticket = undefined;
+    this.ctx.metrics.admittedFromQueue((this.ctx.now() - this.arrivedAt) / 1000);
+    this.dispatch(permit);
+  }
+
+  private armDeadline(): void {
+    if (this.deadlineAt === undefined) return;
+    const delay = this.deadlineAt - this.ctx.now();
+    if (delay <= 0) return void this.onDeadline();
+    this.timer = setTimeout(() => this.onDeadline(), delay);
+  }
+
+  private onDeadline(): void {
+    this.timer = undefined;
+    if (this.phase === 'queued') {
+      this.ticket?.cancel();
+      this.ctx.metrics.deadlineWhileQueued();
+      const waited = Math.round(this.ctx.now() - this.arrivedAt);
+      this.answer(new CallError('deadline_exceeded', `Deadline exceeded while queued in the sidecar (waited ${waited} ms)`));
+    } else if (this.phase === 'upstream') {
+      this.fail(new CallError('deadline_exceeded', 'Deadline exceeded'));
+    }
+  }
+
+  /** Upstream: forward headers and bytes both ways. */
+  private dispatch(permit: Permit): void {
+    this.permit = permit;
+    this.phase = 'upstream';
+    const headers = this.headers;
+    if (this.deadlineAt !== undefined) headers['grpc-timeout'] = formatGrpcTimeout(this.deadlineAt - this.ctx.now());
+    let upstream: ClientHttp2Stream;
+    try {
+      upstream = this.ctx.upstream.request(headers);
+    } catch (err) {
+      this.ctx.metrics.upstreamError('connect');
+      return this.fail(new CallError('upstream_unavailable', `${this.ctx.upstream.unreachableReason}: ${(err as Error).message}`, { cause: err }));
+    }
+    this.upstream = upstream;
+    upstream.on('response', (responseHeaders, flags) => this.onResponse(responseHeaders, flags));
+    upstream.on('trailers', (trailers) => (this.upstreamTrailers = trailers));
+    upstream.on('error', (err) => (this.upstreamError = err));
+    upstream.on('close', () => this.onUpstreamClose());
+    this.tap = this.ctx.observer?.dispatched(headers);
+    if (this.tap) {
+      const tap = this.tap;
+      this.downstream.on('data', (chunk: Buffer) => tap.request(chunk));
+      upstream.on('data', (chunk: Buffer) => tap.response(chunk));
+    }
+    this.downstream.pipe(upstream);
+  }
+
+  private onResponse(responseHeaders: IncomingHttpHeaders, flags: number): void {
+    if (this.phase !== 'upstream' || this.downstream.destroyed) return;
+    const upstream = this.upstream!;
+    if (flags & NGHTTP2_FLAG_END_STREAM) {
+      // Trailers-Only from the engine: pass it on as Trailers-Only.
+      this.downstream.respond(responseHeaders, { endStream: true });
+      return this.endCall(parseStatus(responseHeaders['grpc-status']));
+    }
+    this.downstream.respond(responseHeaders, { waitForTrailers: true });
+    this.downstream.once('wantTrailers', () => this.sendTrailers());
+    upstream.pipe(this.downstream);
+  }
+
+  private sendTrailers(): void {
+    const trailers =
+      this.overrideTrailers ??
+      this.upstreamTrailers ??
+      statusTrailers(GrpcStatus.INTERNAL, `upstream ${this.ctx.upstream.address} ended the call without grpc-status`);
+    if (!this.downstream.destroyed) this.downstream.sendTrailers(trailers);
+    this.endCall(parseStatus(trailers['grpc-status'] as string | undefined));
+  }
+
+  private onUpstreamClose(): void {
+    if (this.phase !== 'upstream') return;
+    const upstream = this.upstream!;
+    if (this.upstreamTrailers || (upstream.rstCode === 0 && !this.upstreamError && this.downstream.headersSent)) {
+      return; // ended normally; the trailers reach the client when its side drains ('wantTrailers')
+    }
+    const session = upstream.session;
+    if (this.upstreamError || !session || session.destroyed || session.closed) {
+      const neverConnected = !this.downstream.headersSent && isConnectError(this.upstreamError);
+      this.ctx.metrics.upstreamError(neverConnected ? 'connect' : 'session_lost');
+      return this.fail(
+        neverConnected
+          ? new CallError('upstream_unavailable', this.ctx.upstream.unreachableReason, { cause: this.upstreamError })
+          : new CallError('upstream_lost', `upstream ${this.ctx.upstream.address} connection lost during the call`, { cause: this.upstreamError }),
+      );
+    }
+    // The engine reset the stream: pass the same reset on, as a direct caller would see it.
+    this.ctx.metrics.upstreamError('reset');
+    const code = upstream.rstCode ?? NGHTTP2_CANCEL;
+    this.endCall(code === NGHTTP2_CANCEL ? GrpcStatus.CANCELLED : code === NGHTTP2_REFUSED_STREAM ? GrpcStatus.UNAVAILABLE : GrpcStatus.INTERNAL);
+    if (!this.downstream.destroyed) this.downstream.close(code);
+  }
+
+  private onDownstreamClose(): void {
+    if (this.phase === 'ended') return;
+    if (this.phase === 'queued') {
+      if (this.ticket?.cancel()) this.ctx.metrics.cancelledWhileQueued();
+    } else {
+      this.upstream?.close(NGHTTP2_CANCEL);
+    }
+    this.endCall(GrpcStatus.CANCELLED);
+  }
+
+  /** The sidecar's own answer before any response header went out (reject, queue deadline). */
+  private answer(error: CallError, extra?: OutgoingHttpHeaders): void {
+    respondTrailersOnly(this.downstream, error.status, error.message, extra);
+    this.endCall(error.status);
+  }
+
+  /** Ends a call that is in the engine: cancel upstream, free the slot, tell the client. */
+  private fail(error: CallError): void {
+    if (this.phase === 'ended') return;
+    const upstream = this.upstream;
+    if (upstream) {
+      upstream.unpipe(this.downstream);
+      if (!upstream.destroyed) upstream.close(NGHTTP2_CANCEL);
+    }
+    if (!this.downstream.headersSent) return this.answer(error);
+    // Response already started: end it with our status in the trailers.
+    this.overrideTrailers = statusTrailers(error.status, error.message);
+    this.endCall(error.status);
+    if (!this.downstream.destroyed && !this.downstream.writableEnded) this.downstream.end();
+  }
+
+  /** The single exit: clears the timer, releases the slot once, records the outcome. */
+  private endCall(status: number): void {
+    if (this.phase === 'ended') return;
+    this.phase = 'ended';
+    clearTimeout(this.timer);
+    this.permit?.release();
+    this.tap?.end();
+    this.ctx.metrics.callEnded(status);
+  }
+}
+
+const CONNECT_ERROR_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'EHOSTUNREACH', 'ENETUNREACH', 'ETIMEDOUT', 'ENOTFOUND', 'EAI_AGAIN']);
+
+/** A failure to reach the engine at all, as opposed to losing it mid-call. */
+function isConnectError(err: Error | undefined): boolean {
+  const errno = err as NodeJS.ErrnoException | undefined;
+  return errno?.syscall === 'connect' || errno?.syscall === 'getaddrinfo' || CONNECT_ERROR_CODES.has(errno?.code ?? '');
+}

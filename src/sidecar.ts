@@ -1,0 +1,137 @@
+/**
+ * Composition root: builds the gate, the engine connection, metrics, health, ingress and the
+ * system port from one SidecarConfig, and owns their start, drain and stop. Everything is
+ * created here and passed down; nothing is a module-level singleton.
+ */
+import { performance } from 'node:perf_hooks';
+import { Registry } from 'prom-client';
+import { AdmissionGate } from './admission/gate.js';
+import { RejectionLog } from './admission/rejection-log.js';
+import type { HostPort } from './config/host-port.js';
+import type { SidecarConfig } from './config/sidecar-config.js';
+import type { Logger } from './log.js';
+import { SidecarMetrics } from './metrics/sidecar-metrics.js';
+import type { CallContext, CallObserver } from './proxy/call-context.js';
+import { HealthService } from './proxy/health-service.js';
+import { Ingress } from './proxy/ingress.js';
+import { UpstreamPool } from './proxy/upstream.js';
+import { SystemServer } from './system/system-server.js';
+
+export interface SidecarDeps {
+  readonly logger: Logger;
+  /** The engine to use when the config has none (the embedded simulated engine). */
+  readonly upstream?: HostPort;
+}
+
+export interface RunningSidecar {
+  readonly ingressPort: number;
+  readonly systemPort: number;
+  readonly upstreamAddress: string;
+  readonly gate: AdmissionGate;
+  readonly registry: Registry;
+  readonly draining: boolean;
+  /** Stops admitting (new calls get UNAVAILABLE) and resolves when admitted calls are done or graceMs passed. */
+  drain(graceMs: number): Promise<{ remaining: number }>;
+  close(): Promise<void>;
+}
+
+export async function startSidecar(config: SidecarConfig, deps: SidecarDeps): Promise<RunningSidecar> {
+  const { logger } = deps;
+  const target = config.upstream ?? deps.upstream;
+  if (!target) throw new Error('no upstream: pass --upstream HOST:PORT');
+
+  const stateListeners = new Set<() => void>();
+  const notifyState = (): void => stateListeners.forEach((listener) => listener());
+  const admissionOn = config.engineRequestLimit !== undefined;
+  const gate = admissionOn ? new AdmissionGate(config.engineRequestLimit!, config.requestQueueLimit) : new AdmissionGate(Infinity, 0);
+
+  const upstream = new UpstreamPool({ target }, logger);
+  let draining = false;
+
+  const registry = new Registry();
+  const metrics = new SidecarMetrics(
+    registry,
+    { gate, engineRequestLimit: config.engineRequestLimit, requestQueueLimit: config.requestQueueLimit },
+    () => upstream.reachable,
+  );
+  const admissionState = (): Record<string, unknown> => ({ engine_request: gate.inEngine, request_queue: gate.queued });
+  const rejectionLog = new RejectionLog(logger, admissionState);
+  const observer: CallObserver = {
+    rejected: () => rejectionLog.rejected(),
+    dispatched: () => undefined,
+  };
+
+  const context: CallContext = {
+    gate,
+    upstream,
+    metrics,
+    rejectionHeaders: { 'grpc-retry-pushback-ms': String(config.retryPushbackMs) },
+    now: () => performance.now(),
+    observer,
+  };
+  const notReadyReason = (): string | undefined =>
+    draining ? 'worker draining' : upstream.reachable ? undefined : upstream.unreachableReason;
+  const health = new HealthService({
+    serving: () => notReadyReason() === undefined,
+    onChange: (listener) => {
+      stateListeners.add(listener);
+      return () => stateListeners.delete(listener);
+    },
+  });
+  upstream.onReachabilityChange(notifyState);
+
+  const ingress = new Ingress({ context, health, isDraining: () => draining });
+  const system = new SystemServer({
+    registry,
+    readiness: { notReadyReason },
+    load: () => ({
+      engine_request: gate.inEngine,
+      request_queue: gate.queued,
+      engine_request_limit: config.engineRequestLimit ?? null,
+      request_queue_limit: admissionOn ? config.requestQueueLimit : 0,
+      overloaded: admissionOn && gate.full,
+      draining,
+      upstream_reachable: upstream.reachable,
+    }),
+    logger,
+  });
+
+  upstream.start();
+  const ingressPort = await ingress.listen(config.listen);
+  let systemPort: number;
+  try {
+    systemPort = await system.listen(config.systemHost, config.systemPort);
+  } catch (err) {
+    await ingress.close(0);
+    await upstream.close();
+    throw err;
+  }
+
+  return {
+    ingressPort,
+    systemPort,
+    upstreamAddress: upstream.address,
+    gate,
+    registry,
+    get draining() {
+      return draining;
+    },
+    async drain(graceMs) {
+      if (!draining) {
+        draining = true;
+        notifyState();
+        logger.info('draining: admitting no new calls', { ...admissionState(), grace_ms: graceMs });
+      }
+      const deadline = Date.now() + graceMs;
+      while (gate.inEngine + gate.queued > 0 && Date.now() < deadline) {
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+      return { remaining: gate.inEngine + gate.queued };
+    },
+    async close() {
+      rejectionLog.close();
+      await Promise.all([ingress.close(), system.close()]);
+      await upstream.close();
+    },
+  };
+}

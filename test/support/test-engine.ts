@@ -1,0 +1,224 @@
+/**
+ * The grpc-js test engine (proto/testing/test_engine.proto), run in the test's own process so
+ * tests can watch concurrency from inside the engine and release held calls at will.
+ */
+import * as grpc from '@grpc/grpc-js';
+import { loadSync } from '@grpc/proto-loader';
+import { join } from 'node:path';
+import { PROTO_DIR } from '../../src/proto-path.js';
+
+export const TEST_ENGINE_PROTO = join(PROTO_DIR, 'testing/test_engine.proto');
+export const LOADER_OPTIONS = { keepCase: true, longs: Number, enums: String, defaults: true, oneofs: true } as const;
+
+export interface EchoRequest {
+  payload?: Buffer;
+  count?: number;
+  reply_bytes?: number;
+  tag?: string;
+}
+export interface EchoReply {
+  payload: Buffer;
+  index: number;
+  tag: string;
+}
+
+type Ctor = grpc.ServiceClientConstructor & { service: grpc.ServiceDefinition };
+
+export function loadTestEngine(): { TestEngine: Ctor } {
+  const definition = loadSync(TEST_ENGINE_PROTO, LOADER_OPTIONS);
+  const pkg = grpc.loadPackageDefinition(definition) as unknown as { dynamo: { sidecar: { testing: { TestEngine: Ctor } } } };
+  return pkg.dynamo.sidecar.testing;
+}
+
+interface HeldCall {
+  tag: string;
+  release: () => void;
+}
+
+export interface TestEngine {
+  readonly port: number;
+  readonly address: string;
+  /** Calls inside any handler right now, and the most seen at once. */
+  readonly active: number;
+  readonly maxActive: number;
+  /** Tags of Hold calls in the order they arrived at the engine. */
+  readonly arrivals: readonly string[];
+  readonly held: number;
+  releaseHeld(count?: number): number;
+  resetStats(): void;
+  close(): Promise<void>;
+}
+
+export async function startTestEngine(port = 0, options: grpc.ChannelOptions = {}): Promise<TestEngine> {
+  const { TestEngine } = loadTestEngine();
+  const server = new grpc.Server({ 'grpc.max_receive_message_length': -1, 'grpc.max_send_message_length': -1, ...options });
+  let active = 0;
+  let maxActive = 0;
+  const arrivals: string[] = [];
+  const held: HeldCall[] = [];
+  const enter = (): (() => void) => {
+    active++;
+    maxActive = Math.max(maxActive, active);
+    let left = false;
+    return () => {
+      if (!left) {
+        left = true;
+        active--;
+      }
+    };
+  };
+  const reply = (request: EchoRequest, index = 0, bytes?: number): EchoReply => ({
+    payload: bytes === undefined ? (request.payload ?? Buffer.alloc(0)) : Buffer.alloc(bytes, 0x61),
+    index,
+    tag: request.tag ?? '',
+  });
+
+  server.addService(TestEngine.service, {
+    Unary(call: grpc.ServerUnaryCall<EchoRequest, EchoReply>, callback: grpc.sendUnaryData<EchoReply>) {
+      const leave = enter();
+      leave();
+      callback(null, reply(call.request));
+    },
+    ServerStream(call: grpc.ServerWritableStream<EchoRequest, EchoReply>) {
+      const leave = enter();
+      call.on('close', leave);
+      const count = call.request.count ?? 0;
+      for (let i = 0; i < count; i++) call.write(reply(call.request, i, call.request.reply_bytes || undefined));
+      call.end();
+      leave();
+    },
+    ClientStream(call: grpc.ServerReadableStream<EchoRequest, EchoReply>, callback: grpc.sendUnaryData<EchoReply>) {
+      const leave = enter();
+      const parts: Buffer[] = [];
+      call.on('data', (request: EchoRequest) => parts.push(request.payload ?? Buffer.alloc(0)));
+      call.on('end', () => {
+        leave();
+        callback(null, { payload: Buffer.concat(parts), index: parts.length, tag: '' });
+      });
+      call.on('error', leave);
+    },
+    Bidi(call: grpc.ServerDuplexStream<EchoRequest, EchoReply>) {
+      const leave = enter();
+      let index = 0;
+      call.on('data', (request: EchoRequest) => call.write(reply(request, index++)));
+      call.on('end', () => {
+        leave();
+        call.end();
+      });
+      call.on('error', leave);
+    },
+    Hold(call: grpc.ServerUnaryCall<EchoRequest, EchoReply>, callback: grpc.sendUnaryData<EchoReply>) {
+      const leave = enter();
+      const tag = call.request.tag ?? '';
+      arrivals.push(tag);
+      const entry: HeldCall = {
+        tag,
+        release: () => {
+          leave();
+          callback(null, reply(call.request));
+        },
+      };
+      held.push(entry);
+      call.on('cancelled', () => {
+        const at = held.indexOf(entry);
+        if (at >= 0) held.splice(at, 1);
+        leave();
+      });
+    },
+    Fail(call: grpc.ServerUnaryCall<FailRequestShape, EchoReply>, callback: grpc.sendUnaryData<EchoReply>) {
+      callback(failure(call.request));
+    },
+    FailStream(call: grpc.ServerWritableStream<FailRequestShape, EchoReply>) {
+      for (let i = 0; i < (call.request.replies_before ?? 0); i++) call.write({ payload: Buffer.from('x'), index: i, tag: '' });
+      call.destroy(failure(call.request) as Error);
+    },
+    EchoMetadata(call: grpc.ServerUnaryCall<EchoRequest, EchoReply>, callback: grpc.sendUnaryData<EchoReply>) {
+      const echoed = new grpc.Metadata();
+      for (const [key, values] of Object.entries(call.metadata.getMap())) {
+        if (key.startsWith('x-')) echoed.set(key, values);
+      }
+      call.sendMetadata(echoed);
+      const trailers = new grpc.Metadata();
+      for (const [key, value] of Object.entries(call.metadata.getMap())) {
+        if (key.startsWith('x-')) trailers.set(`${key.endsWith('-bin') ? key.slice(0, -4) : key}-trailer${key.endsWith('-bin') ? '-bin' : ''}`, value);
+      }
+      // The payload carries the deadline the engine saw, in ms from now ("Infinity" without one).
+      const deadline = call.getDeadline();
+      const remainingMs = (deadline instanceof Date ? deadline.getTime() : Number(deadline)) - Date.now();
+      callback(null, { payload: Buffer.from(String(remainingMs)), index: 0, tag: '' }, trailers);
+    },
+    Flood(call: grpc.ServerWritableStream<EchoRequest, EchoReply>) {
+      const leave = enter();
+      const count = call.request.count ?? 0;
+      const message = reply(call.request, 0, call.request.reply_bytes ?? 1024);
+      let sent = 0;
+      const pump = (): void => {
+        while (sent < count) {
+          sent++;
+          if (!call.write(message)) return void call.once('drain', pump);
+        }
+        call.end();
+        leave();
+      };
+      call.on('cancelled', leave);
+      pump();
+    },
+  });
+
+  const boundPort = await new Promise<number>((resolve, reject) =>
+    server.bindAsync(`127.0.0.1:${port}`, grpc.ServerCredentials.createInsecure(), (err, p) => (err ? reject(err) : resolve(p))),
+  );
+
+  return {
+    port: boundPort,
+    address: `127.0.0.1:${boundPort}`,
+    get active() {
+      return active;
+    },
+    get maxActive() {
+      return maxActive;
+    },
+    get arrivals() {
+      return arrivals;
+    },
+    get held() {
+      return held.length;
+    },
+    releaseHeld(count = Infinity) {
+      let released = 0;
+      while (held.length && released < count) {
+        held.shift()!.release();
+        released++;
+      }
+      return released;
+    },
+    resetStats() {
+      maxActive = active;
+      arrivals.length = 0;
+    },
+    close() {
+      return new Promise<void>((resolve) => {
+        server.forceShutdown();
+        resolve();
+      });
+    },
+  };
+}
+
+interface FailRequestShape {
+  code?: number;
+  message?: string;
+  details?: Buffer;
+  trailers?: Record<string, string>;
+  replies_before?: number;
+}
+
+function failure(request: FailRequestShape): Partial<grpc.StatusObject> {
+  const metadata = new grpc.Metadata();
+  for (const [key, value] of Object.entries(request.trailers ?? {})) {
+    if (key.endsWith('-bin')) metadata.set(key, Buffer.from(value, 'utf8'));
+    else metadata.set(key, value);
+  }
+  if (request.details?.length) metadata.set('grpc-status-details-bin', request.details);
+  return { code: request.code ?? grpc.status.UNKNOWN, details: request.message ?? '', metadata };
+}
