@@ -62,7 +62,7 @@ export function decodeGrpcMessage(encoded: string): string {
   const bytes: number[] = [];
   for (let i = 0; i < encoded.length; i++) {
     const c = encoded.charCodeAt(i);
-    if (c === 0x25 && i + 2 < encoded.length + 0 && /^[0-9A-Fa-f]{2}$/.test(encoded.slice(i + 1, i + 3))) {
+    if (c === 0x25 && /^[0-9A-Fa-f]{2}$/.test(encoded.slice(i + 1, i + 3))) {
       bytes.push(parseInt(encoded.slice(i + 1, i + 3), 16));
       i += 2;
     } else {

@@ -44,6 +44,10 @@ export interface TestEngine {
   /** Tags of Hold calls in the order they arrived at the engine. */
   readonly arrivals: readonly string[];
   readonly held: number;
+  /** Tags of the calls held right now. */
+  readonly heldTags: readonly string[];
+  /** Messages the Flood handler has handed to grpc-js so far (it waits on 'drain'). */
+  readonly floodWritten: number;
   releaseHeld(count?: number): number;
   resetStats(): void;
   close(): Promise<void>;
@@ -56,6 +60,7 @@ export async function startTestEngine(port = 0, options: grpc.ChannelOptions = {
   let maxActive = 0;
   const arrivals: string[] = [];
   const held: HeldCall[] = [];
+  let floodWritten = 0;
   const enter = (): (() => void) => {
     active++;
     maxActive = Math.max(maxActive, active);
@@ -130,7 +135,7 @@ export async function startTestEngine(port = 0, options: grpc.ChannelOptions = {
     },
     FailStream(call: grpc.ServerWritableStream<FailRequestShape, EchoReply>) {
       for (let i = 0; i < (call.request.replies_before ?? 0); i++) call.write({ payload: Buffer.from('x'), index: i, tag: '' });
-      call.destroy(failure(call.request) as Error);
+      call.emit('error', failure(call.request));
     },
     EchoMetadata(call: grpc.ServerUnaryCall<EchoRequest, EchoReply>, callback: grpc.sendUnaryData<EchoReply>) {
       const echoed = new grpc.Metadata();
@@ -155,6 +160,7 @@ export async function startTestEngine(port = 0, options: grpc.ChannelOptions = {
       const pump = (): void => {
         while (sent < count) {
           sent++;
+          floodWritten++;
           if (!call.write(message)) return void call.once('drain', pump);
         }
         call.end();
@@ -183,6 +189,12 @@ export async function startTestEngine(port = 0, options: grpc.ChannelOptions = {
     },
     get held() {
       return held.length;
+    },
+    get heldTags() {
+      return held.map((h) => h.tag);
+    },
+    get floodWritten() {
+      return floodWritten;
     },
     releaseHeld(count = Infinity) {
       let released = 0;

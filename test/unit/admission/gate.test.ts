@@ -1,17 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { AdmissionGate, type Permit, type QueueTicket } from '../../../src/admission/gate.js';
-
-/** Deterministic PRNG so a failing interleaving can be replayed from its seed. */
-function mulberry32(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+import { mulberry32 } from '../../support/random.js';
 
 describe('AdmissionGate', () => {
   it('admits while a slot is free, queues Q more, rejects beyond', () => {

@@ -1,0 +1,94 @@
+/**
+ * Starts a real nats-server on a free 127.0.0.1 port for integration tests.
+ *
+ *   const nats = await startNatsServer();  // nats.url, nats.port
+ *   await nats.stop();     // broker gone, port kept for restart()
+ *   await nats.restart();  // same port again
+ *   startNatsServer({ start: false })  // port reserved, broker not running until restart()
+ *
+ * The binary is `NATS_SERVER_BIN` or `nats-server` on PATH (Debian puts it in /usr/sbin).
+ */
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { createConnection, createServer } from 'node:net';
+
+export interface NatsServerHandle {
+  url: string;
+  port: number;
+  stop(): Promise<void>;
+  restart(): Promise<void>;
+}
+
+export class NatsServerNotInstalledError extends Error {
+  override readonly name = 'NatsServerNotInstalledError';
+}
+
+const START_TIMEOUT_MS = 10_000;
+
+function findBinary(): string {
+  const candidates = [process.env['NATS_SERVER_BIN'], 'nats-server', '/usr/sbin/nats-server', '/usr/local/bin/nats-server'].filter((c): c is string => !!c);
+  for (const c of candidates) {
+    const probe = spawnSync(c, ['--version'], { stdio: 'ignore' });
+    if (probe.status === 0) return c;
+  }
+  throw new NatsServerNotInstalledError('nats-server not found: install it (Debian: apt-get install nats-server) or set NATS_SERVER_BIN');
+}
+
+async function freePort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve, reject) => server.once('error', reject).listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as { port: number };
+  await new Promise((r) => server.close(r));
+  return port;
+}
+
+function accepts(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = createConnection({ host: '127.0.0.1', port });
+    socket.once('connect', () => {
+      socket.destroy();
+      resolve(true);
+    });
+    socket.once('error', () => resolve(false));
+  });
+}
+
+export async function startNatsServer(options: { start?: boolean } = {}): Promise<NatsServerHandle> {
+  const bin = findBinary();
+  const port = await freePort();
+  let child: ChildProcess | undefined;
+
+  const launch = async (): Promise<void> => {
+    let stderr = '';
+    const proc = spawn(bin, ['-a', '127.0.0.1', '-p', String(port)], { stdio: ['ignore', 'ignore', 'pipe'] });
+    proc.stderr?.on('data', (d: Buffer) => (stderr = (stderr + d.toString()).slice(-2000)));
+    child = proc;
+    const deadline = Date.now() + START_TIMEOUT_MS;
+    while (!(await accepts(port))) {
+      if (proc.exitCode !== null || Date.now() > deadline) {
+        proc.kill('SIGKILL');
+        throw new Error(`nats-server did not start on 127.0.0.1:${port}: ${stderr.trim() || 'no output'}`);
+      }
+      await new Promise((r) => setTimeout(r, 20));
+    }
+  };
+
+  const stop = async (): Promise<void> => {
+    const proc = child;
+    child = undefined;
+    if (!proc || proc.exitCode !== null) return;
+    const exited = new Promise((r) => proc.once('exit', r));
+    proc.kill('SIGKILL');
+    await exited;
+  };
+
+  if (options.start !== false) await launch();
+  return {
+    url: `nats://127.0.0.1:${port}`,
+    port,
+    stop,
+    restart: async () => {
+      await stop();
+      await launch();
+    },
+  };
+}

@@ -1,0 +1,79 @@
+/**
+ * Test clients generated at run time from the repo's .proto files (proto-loader + grpc-js),
+ * the way any third-party client would be, plus promise helpers for one Generate call.
+ */
+import { fileURLToPath } from 'node:url';
+import * as grpc from '@grpc/grpc-js';
+import * as protoLoader from '@grpc/proto-loader';
+
+const PROTO_ROOT = fileURLToPath(new URL('../../proto/', import.meta.url));
+const OPTIONS: protoLoader.Options = { keepCase: true, longs: String, enums: String, defaults: true, oneofs: true, includeDirs: [PROTO_ROOT] };
+
+function service(file: string, path: string[]): grpc.ServiceClientConstructor {
+  let node: unknown = grpc.loadPackageDefinition(protoLoader.loadSync(file, OPTIONS));
+  for (const part of path) node = (node as Record<string, unknown>)[part];
+  return node as grpc.ServiceClientConstructor;
+}
+
+export const VllmEngineClient = service('vllm/engine.proto', ['vllm', 'grpc', 'engine', 'VllmEngine']);
+export const HealthClient = service('grpc/health/v1/health.proto', ['grpc', 'health', 'v1', 'Health']);
+
+export function engineClient(address: string): grpc.Client {
+  return new VllmEngineClient(address, grpc.credentials.createInsecure());
+}
+
+export function healthClient(address: string): grpc.Client {
+  return new HealthClient(address, grpc.credentials.createInsecure());
+}
+
+type UnaryMethod = (request: unknown, callback: (error: grpc.ServiceError | null, response: unknown) => void) => void;
+
+/** Calls a unary method by name and resolves with its response (rejects with the ServiceError). */
+export function unary<T = Record<string, unknown>>(client: grpc.Client, method: string, request: unknown = {}): Promise<T> {
+  const fn = (client as unknown as Record<string, UnaryMethod>)[method]!.bind(client);
+  return new Promise((resolve, reject) => fn(request, (error, response) => (error ? reject(error) : resolve(response as T))));
+}
+
+export interface GenerateOutcome {
+  messages: Record<string, any>[];
+  code: grpc.status;
+  details: string;
+}
+
+/** Runs one Generate call to its end and collects every message plus the final status. */
+export function generate(client: grpc.Client, request: unknown, callOptions: grpc.CallOptions = {}): Promise<GenerateOutcome> {
+  const call = startGenerate(client, request, callOptions);
+  const messages: Record<string, any>[] = [];
+  call.on('data', (m: Record<string, any>) => messages.push(m));
+  return new Promise((resolve) => {
+    // 'status' always fires once, after the last 'data', for success and failure alike.
+    call.on('error', () => {});
+    call.on('status', (s: grpc.StatusObject) => resolve({ messages, code: s.code, details: s.details }));
+  });
+}
+
+export function startGenerate(client: grpc.Client, request: unknown, callOptions: grpc.CallOptions = {}): grpc.ClientReadableStream<unknown> {
+  const fn = (client as unknown as Record<string, (r: unknown, o: grpc.CallOptions) => grpc.ClientReadableStream<unknown>>)['Generate']!;
+  return fn.call(client, request, callOptions);
+}
+
+export function tokens(count: number, start = 1): number[] {
+  return Array.from({ length: count }, (_, i) => start + i);
+}
+
+/** Polls `check` every few ms until it returns true; fails after `timeoutMs`. */
+export async function waitFor(check: () => boolean | Promise<boolean>, timeoutMs = 5000, what = 'condition'): Promise<void> {
+  const end = Date.now() + timeoutMs;
+  while (!(await check())) {
+    if (Date.now() > end) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 5));
+  }
+}
+
+/** Value of a metric line `name{labels} value` in a Prometheus text body (first match). */
+export function metricValue(body: string, name: string): number | undefined {
+  for (const line of body.split('\n')) {
+    if (line.startsWith(name + '{') || line.startsWith(name + ' ')) return Number(line.slice(line.lastIndexOf(' ') + 1));
+  }
+  return undefined;
+}
