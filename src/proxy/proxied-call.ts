@@ -8,7 +8,7 @@
  * Bytes are forwarded untouched in both directions with stream.pipe, so HTTP/2 flow control
  * carries back-pressure end to end: a client that stops reading stops the engine's stream.
  */
-import { constants, type ClientHttp2Stream, type IncomingHttpHeaders, type OutgoingHttpHeaders, type ServerHttp2Stream } from 'node:http2';
+import { constants, type ClientHttp2Session, type ClientHttp2Stream, type IncomingHttpHeaders, type OutgoingHttpHeaders, type ServerHttp2Stream } from 'node:http2';
 import type { Permit, QueueTicket } from '../admission/gate.js';
 import { formatGrpcTimeout } from '../grpc/deadline.js';
 import { respondTrailersOnly, statusTrailers } from '../grpc/respond.js';
@@ -25,6 +25,7 @@ export class ProxiedCall {
   private permit: Permit | undefined;
   private ticket: QueueTicket | undefined;
   private upstream: ClientHttp2Stream | undefined;
+  private upstreamSession: ClientHttp2Session | undefined;
   private timer: NodeJS.Timeout | undefined;
   private upstreamTrailers: IncomingHttpHeaders | undefined;
   /** Set when the sidecar ends a call whose response headers already went out. */
@@ -100,6 +101,7 @@ export class ProxiedCall {
       return this.fail(new CallError('upstream_unavailable', `${this.ctx.upstream.unreachableReason}: ${(err as Error).message}`, { cause: err }));
     }
     this.upstream = upstream;
+    this.upstreamSession = upstream.session as ClientHttp2Session | undefined;
     upstream.on('response', (responseHeaders, flags) => this.onResponse(responseHeaders, flags));
     upstream.on('trailers', (trailers) => (this.upstreamTrailers = trailers));
     upstream.on('error', (err) => (this.upstreamError = err));
@@ -141,9 +143,9 @@ export class ProxiedCall {
     if (this.upstreamTrailers || (upstream.rstCode === 0 && !this.upstreamError && this.downstream.headersSent)) {
       return; // ended normally; the trailers reach the client when its side drains ('wantTrailers')
     }
-    const session = upstream.session;
+    const session = this.upstreamSession;
     if (this.upstreamError || !session || session.destroyed || session.closed) {
-      const neverConnected = !this.downstream.headersSent && isConnectError(this.upstreamError);
+      const neverConnected = !this.ctx.upstream.wasConnected(session);
       this.ctx.metrics.upstreamError(neverConnected ? 'connect' : 'session_lost');
       return this.fail(
         neverConnected
@@ -200,10 +202,3 @@ export class ProxiedCall {
   }
 }
 
-const CONNECT_ERROR_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'EHOSTUNREACH', 'ENETUNREACH', 'ETIMEDOUT', 'ENOTFOUND', 'EAI_AGAIN']);
-
-/** A failure to reach the engine at all, as opposed to losing it mid-call. */
-function isConnectError(err: Error | undefined): boolean {
-  const errno = err as NodeJS.ErrnoException | undefined;
-  return errno?.syscall === 'connect' || errno?.syscall === 'getaddrinfo' || CONNECT_ERROR_CODES.has(errno?.code ?? '');
-}

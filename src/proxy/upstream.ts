@@ -38,6 +38,7 @@ export class UpstreamPool {
   private reconnectDelay: number;
   private lastError: string | undefined;
   private readonly listeners = new Set<ReachabilityListener>();
+  private readonly connectedSessions = new WeakSet<ClientHttp2Session>();
   private readonly keepaliveMs: number;
   private readonly reconnectMinMs: number;
   private readonly reconnectMaxMs: number;
@@ -65,6 +66,11 @@ export class UpstreamPool {
   /** Why the engine is not reachable, when it is not. */
   get unreachableReason(): string {
     return `upstream ${this.address} unreachable${this.lastError ? `: ${this.lastError}` : ''}`;
+  }
+
+  /** False for a session whose connection never came up (refused, unresolvable, timed out). */
+  wasConnected(session: ClientHttp2Session | undefined): boolean {
+    return session !== undefined && this.connectedSessions.has(session);
   }
 
   onReachabilityChange(listener: ReachabilityListener): () => void {
@@ -114,6 +120,7 @@ export class UpstreamPool {
     const session = connect(this.authority, SESSION_OPTIONS);
     this.session = session;
     session.on('connect', () => {
+      this.connectedSessions.add(session);
       this.reconnectDelay = this.reconnectMinMs;
       this.lastError = undefined;
       this.setReachable(true);

@@ -1,0 +1,48 @@
+/** Runs test/support/test-engine-main.ts as a child process that a test can kill -9 and restart. */
+import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+
+const MAIN = fileURLToPath(new URL('./test-engine-main.ts', import.meta.url));
+
+export interface EngineProcess {
+  readonly port: number;
+  readonly address: string;
+  readonly proc: ChildProcessWithoutNullStreams;
+  kill(): Promise<void>;
+}
+
+export async function startEngineProcess(port = 0, timeoutMs = 15_000): Promise<EngineProcess> {
+  const proc = spawn(process.execPath, ['--import', 'tsx', MAIN, String(port)]);
+  let out = '';
+  let err = '';
+  proc.stderr.on('data', (d) => (err += d));
+  const bound = await new Promise<number>((resolve, reject) => {
+    const timer = setTimeout(() => {
+      proc.kill('SIGKILL');
+      reject(new Error(`test engine did not start within ${timeoutMs} ms: ${err}`));
+    }, timeoutMs);
+    proc.stdout.on('data', (d) => {
+      out += d;
+      const m = /listening on (\d+)/.exec(out);
+      if (m) {
+        clearTimeout(timer);
+        resolve(Number(m[1]));
+      }
+    });
+    proc.on('exit', (code) => {
+      clearTimeout(timer);
+      reject(new Error(`test engine exited with ${code}: ${err}`));
+    });
+  });
+  return {
+    port: bound,
+    address: `127.0.0.1:${bound}`,
+    proc,
+    kill: () =>
+      new Promise<void>((resolve) => {
+        if (proc.exitCode !== null || proc.signalCode !== null) return resolve();
+        proc.once('exit', () => resolve());
+        proc.kill('SIGKILL');
+      }),
+  };
+}
