@@ -1,0 +1,104 @@
+/**
+ * Prometheus metrics for load tracking, read at scrape time (prom-client collect callbacks),
+ * so the hot path pays nothing for them.
+ *
+ *   registerLoadMetrics(registry, tracker, scraper?, publisher?)
+ *
+ * Always:      dynamo_component_total_blocks{dp_rank}, dynamo_component_gpu_cache_usage_percent{dp_rank}
+ *              (Dynamo's names; the latter is a 0..1 ratio like vLLM's *_perc, from the fresh
+ *              scrape's kv_used/kv_total, absent when unknown).
+ * With scraper: dynamo_sidecar_engine_scrape_errors_total, dynamo_sidecar_engine_scrape_stale,
+ *              dynamo_sidecar_engine_kv_usage_ratio{dp_rank} (last scraped value).
+ * With publisher: dynamo_sidecar_load_events_published_total, dynamo_sidecar_load_publish_failures_total,
+ *              dynamo_sidecar_nats_connected.
+ */
+import { Counter, Gauge, type Registry } from 'prom-client';
+import type { ScrapedLoad } from './engine-metrics.js';
+import type { LoadEvent } from './load-tracker.js';
+
+export interface LoadView {
+  peek(): LoadEvent[];
+}
+export interface ScrapeView {
+  readonly errors: number;
+  readonly stale: boolean;
+  readonly ranks: ReadonlyMap<number, ScrapedLoad>;
+}
+export interface PublishView {
+  readonly stats: { readonly published: number; readonly failures: number };
+  readonly connected: boolean;
+}
+
+export function registerLoadMetrics(registry: Registry, tracker: LoadView, scraper?: ScrapeView, publisher?: PublishView): void {
+  const registers = [registry];
+  new Gauge({
+    name: 'dynamo_component_total_blocks',
+    help: 'KV-cache blocks available per dp rank (engine scrape, else --kv-total-blocks).',
+    labelNames: ['dp_rank'],
+    registers,
+    collect() {
+      this.reset();
+      for (const e of tracker.peek()) if (e.kv_total_blocks !== null) this.set({ dp_rank: String(e.dp_rank) }, e.kv_total_blocks);
+    },
+  });
+  new Gauge({
+    name: 'dynamo_component_gpu_cache_usage_percent',
+    help: 'KV-cache usage per dp rank as a 0..1 ratio (used / total blocks from a fresh engine scrape).',
+    labelNames: ['dp_rank'],
+    registers,
+    collect() {
+      this.reset();
+      for (const e of tracker.peek()) {
+        if (e.kv_used_blocks !== null && e.kv_total_blocks) this.set({ dp_rank: String(e.dp_rank) }, e.kv_used_blocks / e.kv_total_blocks);
+      }
+    },
+  });
+  if (scraper) {
+    mirrorCounter(registry, 'dynamo_sidecar_engine_scrape_errors_total', 'Engine /metrics scrapes that failed, timed out or had no KV numbers.', () => scraper.errors);
+    new Gauge({
+      name: 'dynamo_sidecar_engine_scrape_stale',
+      help: '1 while the engine metrics are stale (no good scrape yet, or the last one failed).',
+      registers,
+      collect() {
+        this.set(scraper.stale ? 1 : 0);
+      },
+    });
+    new Gauge({
+      name: 'dynamo_sidecar_engine_kv_usage_ratio',
+      help: 'Last scraped KV-cache usage ratio (0..1) per dp rank.',
+      labelNames: ['dp_rank'],
+      registers,
+      collect() {
+        this.reset();
+        for (const [rank, load] of scraper.ranks) if (load.kvUsagePerc !== undefined) this.set({ dp_rank: String(rank) }, load.kvUsagePerc);
+      },
+    });
+  }
+  if (publisher) {
+    mirrorCounter(registry, 'dynamo_sidecar_load_events_published_total', 'Load events handed to the NATS client.', () => publisher.stats.published);
+    mirrorCounter(registry, 'dynamo_sidecar_load_publish_failures_total', 'Load publishes skipped while NATS was not connected, or that threw.', () => publisher.stats.failures);
+    new Gauge({
+      name: 'dynamo_sidecar_nats_connected',
+      help: '1 while the load publisher is connected to NATS.',
+      registers,
+      collect() {
+        this.set(publisher.connected ? 1 : 0);
+      },
+    });
+  }
+}
+
+/** A counter that follows a monotonic number owned elsewhere. */
+function mirrorCounter(registry: Registry, name: string, help: string, read: () => number): void {
+  let seen = 0;
+  new Counter({
+    name,
+    help,
+    registers: [registry],
+    collect() {
+      const now = read();
+      if (now > seen) this.inc(now - seen);
+      seen = Math.max(seen, now);
+    },
+  });
+}
