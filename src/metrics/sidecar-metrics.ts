@@ -8,7 +8,7 @@ import { Counter, Gauge, Histogram, collectDefaultMetrics, type Registry } from 
 import type { AdmissionGate } from '../admission/gate.js';
 import { statusName } from '../grpc/status.js';
 
-export type UpstreamErrorKind = 'connect' | 'reset' | 'session_lost' | 'protocol';
+export type UpstreamErrorKind = 'connect' | 'reset' | 'session_lost';
 
 export interface AdmissionView {
   readonly gate: AdmissionGate;

@@ -17,8 +17,6 @@ const STATUS_OF_KIND = {
   draining: GrpcStatus.UNAVAILABLE,
   /** The client sent something the sidecar cannot forward (bad grpc-timeout, not gRPC). */
   invalid_request: GrpcStatus.INVALID_ARGUMENT,
-  /** The engine broke the gRPC protocol (no grpc-status at the end of a call). */
-  upstream_protocol: GrpcStatus.INTERNAL,
 } as const satisfies Record<string, GrpcStatus>;
 
 export type CallErrorKind = keyof typeof STATUS_OF_KIND;

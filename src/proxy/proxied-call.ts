@@ -16,7 +16,7 @@ import { GrpcStatus, parseStatus } from '../grpc/status.js';
 import { CallError, WORKER_AT_CAPACITY_MESSAGE } from './call-error.js';
 import type { CallContext, TrafficTap } from './call-context.js';
 
-const { NGHTTP2_CANCEL, NGHTTP2_REFUSED_STREAM, NGHTTP2_FLAG_END_STREAM } = constants;
+const { NGHTTP2_CANCEL, NGHTTP2_NO_ERROR, NGHTTP2_REFUSED_STREAM, NGHTTP2_FLAG_END_STREAM } = constants;
 
 type Phase = 'queued' | 'upstream' | 'ended';
 
@@ -125,14 +125,12 @@ export class ProxiedCall {
     }
     this.downstream.respond(responseHeaders, { waitForTrailers: true });
     this.downstream.once('wantTrailers', () => this.sendTrailers());
-    upstream.pipe(this.downstream);
+    // end: false because a reset upstream also 'end's; onUpstreamClose decides how the client's side ends.
+    upstream.pipe(this.downstream, { end: false });
   }
 
   private sendTrailers(): void {
-    const trailers =
-      this.overrideTrailers ??
-      this.upstreamTrailers ??
-      statusTrailers(GrpcStatus.INTERNAL, `upstream ${this.ctx.upstream.address} ended the call without grpc-status`);
+    const trailers = this.overrideTrailers ?? this.upstreamTrailers!;
     if (!this.downstream.destroyed) this.downstream.sendTrailers(trailers);
     this.endCall(parseStatus(trailers['grpc-status'] as string | undefined));
   }
@@ -140,8 +138,11 @@ export class ProxiedCall {
   private onUpstreamClose(): void {
     if (this.phase !== 'upstream') return;
     const upstream = this.upstream!;
-    if (this.upstreamTrailers || (upstream.rstCode === 0 && !this.upstreamError && this.downstream.headersSent)) {
-      return; // ended normally; the trailers reach the client when its side drains ('wantTrailers')
+    const { downstream } = this;
+    if (this.upstreamTrailers) {
+      // Ended normally: the trailers go out once the client's side has drained ('wantTrailers').
+      if (!downstream.writableEnded) downstream.end();
+      return;
     }
     const session = this.upstreamSession;
     if (this.upstreamError || !session || session.destroyed || session.closed) {
@@ -153,11 +154,12 @@ export class ProxiedCall {
           : new CallError('upstream_lost', `upstream ${this.ctx.upstream.address} connection lost during the call`, { cause: this.upstreamError }),
       );
     }
-    // The engine reset the stream: pass the same reset on, as a direct caller would see it.
+    // The engine reset the stream (node reports a reset after the request side ended as code 0):
+    // pass the same reset on, so the client sees exactly what a direct caller would.
+    const code = upstream.rstCode ?? NGHTTP2_NO_ERROR;
     this.ctx.metrics.upstreamError('reset');
-    const code = upstream.rstCode ?? NGHTTP2_CANCEL;
     this.endCall(code === NGHTTP2_CANCEL ? GrpcStatus.CANCELLED : code === NGHTTP2_REFUSED_STREAM ? GrpcStatus.UNAVAILABLE : GrpcStatus.INTERNAL);
-    if (!this.downstream.destroyed) this.downstream.close(code);
+    if (!downstream.destroyed) downstream.close(code);
   }
 
   private onDownstreamClose(): void {
