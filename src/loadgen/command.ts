@@ -1,0 +1,75 @@
+/**
+ * `dynamo-sidecar load`: runs {@link runLoad} against --target and prints a summary table
+ * (or, with --json, the summary as one JSON object on stdout). Live progress goes to stderr:
+ * one redrawn line on a TTY, a plain line per second otherwise, nothing with --quiet.
+ * Exit codes: 0 when at least one request completed (or nothing was sent), 1 when every
+ * attempt failed, 2 for invalid flags. SIGINT/SIGTERM stop early and still print the summary.
+ */
+import type { Command } from 'commander';
+import type { CommandIo } from '../engine/cli-io.js';
+import { applyUsageExit, onFirstSignal, processIo, USAGE_EXIT_CODE } from '../engine/cli-io.js';
+import { DEFAULT_LOAD_OPTIONS as D, LoadOptionsErrors, loadOptionsFromCli, type LoadCliValues, type LoadOptions } from './options.js';
+import { formatProgress, formatSummary } from './report.js';
+import { runLoad } from './run.js';
+
+export interface LoadCommandIo extends CommandIo {
+  /** Where progress goes; stderr by default so that --json output stays clean. */
+  readonly progress?: { write(text: string): unknown; readonly isTTY?: boolean };
+}
+
+export function registerLoadCommand(program: Command, io: LoadCommandIo = { ...processIo, progress: process.stderr }): Command {
+  const range = (r: { min: number; max: number }): string => (r.min === r.max ? String(r.min) : `${r.min}-${r.max}`);
+  const command = program
+    .command('load')
+    .description('Drive vLLM Generate calls (vllm.grpc.engine.VllmEngine) at a target and report TTFT, inter-token latency and rejections')
+    .option('--target <host:port>', 'engine or sidecar address (required)')
+    .option('--concurrency <n>', 'closed loop: requests kept in flight (default 1 when --rate is not given)')
+    .option('--rate <per-s>', 'open loop: new requests per second, whatever is in flight')
+    .option('--arrival <kind>', 'open-loop spacing: poisson or fixed', D.arrival)
+    .option('--prompt-tokens <n|min-max>', 'prompt length in tokens, fixed or uniform in a range', range(D.promptTokens))
+    .option('--max-tokens <n|min-max>', 'max_tokens per request, fixed or uniform in a range', range(D.maxTokens))
+    .option('--duration-s <s>', 'stop starting requests after this many seconds (default 10 when --count is not given)')
+    .option('--count <n>', 'stop after this many requests (first attempts); with --duration-s, whichever comes first')
+    .option('--seed <n>', 'seed of prompt lengths, token ids, arrivals and backoff jitter', String(D.seed))
+    .option('--deadline-ms <ms>', 'gRPC deadline of each attempt (default none)')
+    .option('--retry <n>', 'retries per request on RESOURCE_EXHAUSTED, honouring grpc-retry-pushback-ms; each attempt counts as sent', String(D.retry))
+    .option('--grace-s <s>', 'after stopping, time given to in-flight calls before they are cancelled', String(D.graceS))
+    .option('--no-stream', 'send stream=false (only TTFT is measured, as time to the complete message)')
+    .option('--json', 'print the summary as one JSON object on stdout')
+    .option('--quiet', 'no live progress');
+  applyUsageExit(command, io);
+  command.action(async (raw: LoadCliValues & { json?: boolean; quiet?: boolean }) => {
+    let options: LoadOptions;
+    try {
+      options = loadOptionsFromCli(raw);
+    } catch (error) {
+      if (!(error instanceof LoadOptionsErrors)) throw error;
+      io.stderr.write(`error: ${error.message}\n`);
+      io.exit(USAGE_EXIT_CODE);
+      return;
+    }
+    const progressOut: { write(text: string): unknown; readonly isTTY?: boolean } = io.progress ?? io.stderr;
+    const tty = progressOut.isTTY === true;
+    let drawn = false;
+    const onProgress = raw.quiet
+      ? undefined
+      : (p: Parameters<typeof formatProgress>[0]): void => {
+          if (tty) {
+            progressOut.write(`\r${formatProgress(p)}\x1b[K`);
+            drawn = true;
+          } else progressOut.write(`${formatProgress(p)}\n`);
+        };
+    const abort = new AbortController();
+    const dispose = onFirstSignal(io, () => abort.abort());
+    let summary;
+    try {
+      summary = await runLoad({ ...options, progressIntervalMs: tty ? 250 : 1000 }, { onProgress, signal: abort.signal });
+    } finally {
+      dispose();
+    }
+    if (drawn) progressOut.write('\n');
+    io.stdout.write(raw.json ? `${JSON.stringify(summary)}\n` : formatSummary(summary));
+    io.exit(summary.sent > 0 && summary.completed === 0 ? 1 : 0);
+  });
+  return command;
+}

@@ -1,0 +1,37 @@
+/** Text renderings of a load run: the live progress line and the final summary table. */
+import type { LoadProgress } from './run.js';
+import type { LoadSummary, Percentiles } from './stats.js';
+
+export function formatProgress(p: LoadProgress): string {
+  return (
+    `[${p.elapsed_s.toFixed(1).padStart(6)}s] sent ${p.sent} done ${p.completed} rejected ${p.rejected} ` +
+    `errors ${p.errors} in-flight ${p.in_flight} tok/s ${Math.round(p.tokens_per_s)}`
+  );
+}
+
+const ms = (v: number | null): string => (v === null ? '-' : v.toFixed(2));
+
+function percentileRow(label: string, p: Percentiles): string {
+  return `${label.padEnd(22)}${ms(p.p50).padStart(10)}${ms(p.p90).padStart(10)}${ms(p.p99).padStart(10)}`;
+}
+
+export function formatSummary(s: LoadSummary): string {
+  const errorList = Object.entries(s.errors);
+  const errorsTotal = errorList.reduce((sum, [, n]) => sum + n, 0);
+  const row = (label: string, value: string | number): string => `${label.padEnd(22)}${String(value)}`;
+  const lines = [
+    row('target', s.target),
+    row('duration (s)', s.duration_s.toFixed(2)),
+    row('sent', `${s.sent}${s.retries > 0 ? ` (${s.retries} retries)` : ''}`),
+    row('completed', s.completed),
+    row('rejected', `${s.rejected} (RESOURCE_EXHAUSTED)`),
+    row('errors', errorList.length === 0 ? '0' : `${errorsTotal} (${errorList.map(([k, n]) => `${k} ${n}`).join(', ')})`),
+    `${''.padEnd(22)}${'p50'.padStart(10)}${'p90'.padStart(10)}${'p99'.padStart(10)}`,
+    percentileRow('TTFT (ms)', s.ttft_ms),
+    percentileRow('inter-token (ms)', s.itl_ms),
+    row('output tokens', s.output_tokens),
+    row('tokens/s', s.tokens_per_s.toFixed(1)),
+    row('requests/s', s.requests_per_s.toFixed(2)),
+  ];
+  return lines.join('\n') + '\n';
+}
