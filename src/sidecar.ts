@@ -9,6 +9,8 @@ import { AdmissionGate } from './admission/gate.js';
 import { RejectionLog } from './admission/rejection-log.js';
 import type { HostPort } from './config/host-port.js';
 import type { SidecarConfig } from './config/sidecar-config.js';
+import { LoadReporting } from './load/load-reporting.js';
+import type { LoadEvent } from './load/load-tracker.js';
 import type { Logger } from './log.js';
 import { SidecarMetrics } from './metrics/sidecar-metrics.js';
 import type { CallContext, CallObserver } from './proxy/call-context.js';
@@ -21,6 +23,8 @@ export interface SidecarDeps {
   readonly logger: Logger;
   /** The engine to use when the config has none (the embedded simulated engine). */
   readonly upstream?: HostPort;
+  /** Engine metrics to scrape when the config names none (the embedded engine's). */
+  readonly engineMetricsUrl?: string;
 }
 
 export interface RunningSidecar {
@@ -30,6 +34,12 @@ export interface RunningSidecar {
   readonly gate: AdmissionGate;
   readonly registry: Registry;
   readonly draining: boolean;
+  /** NATS subject of the load events. */
+  readonly loadSubject: string;
+  /** Latest load per dp rank (GET /load). */
+  load(): LoadEvent[];
+  /** Calls rejected and Generate output tokens seen so far (for the status line). */
+  counters(): { rejected: number; outputTokens: number };
   /** Stops admitting (new calls get UNAVAILABLE) and resolves when admitted calls are done or graceMs passed. */
   drain(graceMs: number): Promise<{ remaining: number }>;
   close(): Promise<void>;
@@ -42,8 +52,10 @@ export async function startSidecar(config: SidecarConfig, deps: SidecarDeps): Pr
 
   const stateListeners = new Set<() => void>();
   const notifyState = (): void => stateListeners.forEach((listener) => listener());
-  const admissionOn = config.engineRequestLimit !== undefined;
-  const gate = admissionOn ? new AdmissionGate(config.engineRequestLimit!, config.requestQueueLimit) : new AdmissionGate(Infinity, 0);
+  const limits = config.engineRequestLimit === undefined ? undefined : { limit: config.engineRequestLimit, queueLimit: config.requestQueueLimit };
+  let onGateChange = (): void => {};
+  const gateListener = { onChange: () => onGateChange() };
+  const gate = limits ? new AdmissionGate(limits.limit, limits.queueLimit, gateListener) : new AdmissionGate(Infinity, 0, gateListener);
 
   const upstream = new UpstreamPool({ target }, logger);
   let draining = false;
@@ -54,11 +66,24 @@ export async function startSidecar(config: SidecarConfig, deps: SidecarDeps): Pr
     { gate, engineRequestLimit: config.engineRequestLimit, requestQueueLimit: config.requestQueueLimit },
     () => upstream.reachable,
   );
+  const reporting = new LoadReporting({
+    config: config.load,
+    gate,
+    admission: limits,
+    listenPort: config.listen.port,
+    defaultEngineMetricsUrl: deps.engineMetricsUrl,
+    registry,
+    logger,
+  });
+  onGateChange = () => reporting.syncAdmission();
   const admissionState = (): Record<string, unknown> => ({ engine_request: gate.inEngine, request_queue: gate.queued });
   const rejectionLog = new RejectionLog(logger, admissionState);
   const observer: CallObserver = {
-    rejected: () => rejectionLog.rejected(),
-    dispatched: () => undefined,
+    rejected: () => {
+      rejectionLog.rejected();
+      reporting.rejected();
+    },
+    dispatched: (headers) => reporting.tap(headers),
   };
 
   const context: CallContext = {
@@ -84,26 +109,19 @@ export async function startSidecar(config: SidecarConfig, deps: SidecarDeps): Pr
   const system = new SystemServer({
     registry,
     readiness: { notReadyReason },
-    load: () => ({
-      engine_request: gate.inEngine,
-      request_queue: gate.queued,
-      engine_request_limit: config.engineRequestLimit ?? null,
-      request_queue_limit: admissionOn ? config.requestQueueLimit : 0,
-      overloaded: admissionOn && gate.full,
-      draining,
-      upstream_reachable: upstream.reachable,
-    }),
+    load: () => ({ subject: reporting.subject, upstream_reachable: upstream.reachable, ranks: reporting.current() }),
     logger,
   });
 
   upstream.start();
+  reporting.start();
   const ingressPort = await ingress.listen(config.listen);
   let systemPort: number;
   try {
     systemPort = await system.listen(config.systemHost, config.systemPort);
   } catch (err) {
     await ingress.close(0);
-    await upstream.close();
+    await Promise.all([upstream.close(), reporting.close()]);
     throw err;
   }
 
@@ -116,10 +134,14 @@ export async function startSidecar(config: SidecarConfig, deps: SidecarDeps): Pr
     get draining() {
       return draining;
     },
+    loadSubject: reporting.subject,
+    load: () => reporting.current(),
+    counters: () => ({ rejected: rejectionLog.total, outputTokens: reporting.outputTokens }),
     async drain(graceMs) {
       if (!draining) {
         draining = true;
         notifyState();
+        reporting.setDraining();
         logger.info('draining: admitting no new calls', { ...admissionState(), grace_ms: graceMs });
       }
       const deadline = Date.now() + graceMs;
@@ -131,7 +153,7 @@ export async function startSidecar(config: SidecarConfig, deps: SidecarDeps): Pr
     async close() {
       rejectionLog.close();
       await Promise.all([ingress.close(), system.close()]);
-      await upstream.close();
+      await Promise.all([upstream.close(), reporting.close()]);
     },
   };
 }

@@ -5,6 +5,8 @@
 import type { Logger } from '../log.js';
 
 export class RejectionLog {
+  /** Rejections since start. */
+  total = 0;
   private count = 0;
   private startedAt = 0;
   private lastAt = 0;
@@ -19,6 +21,7 @@ export class RejectionLog {
   ) {}
 
   rejected(): void {
+    this.total++;
     this.lastAt = this.now();
     if (this.count++ === 0) {
       this.startedAt = this.lastAt;

@@ -1,37 +1,40 @@
 /**
- * dynamo-sidecar CLI entry: `run` (default), plus the simulated engine and the load client.
- * Usage errors exit 2 with one line naming the offending flag or variable.
+ * dynamo-sidecar CLI: `run` (the default: the sidecar, or the demo without --upstream), `engine`
+ * (the simulated vLLM engine) and `load` (the load client). Usage errors exit 2 with one line
+ * naming the offending flag or variable; --help exits 0.
  */
-import { Command, CommanderError } from 'commander';
-import { CliExit, EXIT_FAILURE, EXIT_OK, EXIT_USAGE, processIo, type CliIo } from './exit.js';
+import { Command } from 'commander';
+import { registerEngineCommand } from '../engine/command.js';
+import { registerLoadCommand } from '../loadgen/command.js';
+import { applyUsageExit, processIo, type CommandIo } from './command-io.js';
 import { registerRunCommand } from './run-command.js';
 
-export function buildProgram(io: CliIo): Command {
+export function buildProgram(io: CommandIo): Command {
   const program = new Command('dynamo-sidecar')
-    .description('Worker-side admission sidecar for LLM inference engines (gRPC).')
-    .showHelpAfterError('(run with --help for usage)')
-    .configureOutput({ writeOut: (s) => io.stdout.write(s), writeErr: (s) => io.stderr.write(s) })
-    .exitOverride();
-  registerRunCommand(program, io);
-  for (const command of program.commands) command.exitOverride().configureOutput({ writeOut: (s) => io.stdout.write(s), writeErr: (s) => io.stderr.write(s) });
+    .description('Worker-side admission sidecar for LLM inference engines (gRPC): caps calls in the engine, queues a few, rejects the rest with RESOURCE_EXHAUSTED.')
+    .showHelpAfterError('(run with --help for usage)');
+  applyUsageExit(program, io);
+  const run = registerRunCommand(program, io);
+  registerEngineCommand(program, io);
+  registerLoadCommand(program, { ...io, progress: process.stderr });
+  program.addHelpText('after', () => {
+    const runHelp = run.helpInformation();
+    return `\nThe default command, run:\n${runHelp.slice(runHelp.indexOf('Options:'))}`;
+  });
   return program;
 }
 
-export async function main(argv: readonly string[], io: CliIo = processIo): Promise<number> {
+export async function main(argv: readonly string[], io: CommandIo = processIo): Promise<void> {
   try {
     await buildProgram(io).parseAsync(argv as string[], { from: 'user' });
-    return EXIT_OK;
   } catch (err) {
-    if (err instanceof CliExit) return err.exitCode;
-    if (err instanceof CommanderError) {
-      return err.code === 'commander.helpDisplayed' || err.code === 'commander.help' || err.code === 'commander.version' ? EXIT_OK : EXIT_USAGE;
-    }
+    // Commander errors have been printed and turned into an exit code by applyUsageExit.
+    if ((err as { code?: string }).code?.startsWith('commander.')) return;
     io.stderr.write(`dynamo-sidecar: ${(err as Error).stack ?? String(err)}\n`);
-    return EXIT_FAILURE;
+    io.exit(1);
   }
 }
 
-const isEntry = process.argv[1] !== undefined && import.meta.url.endsWith('/cli/main.js');
-if (isEntry) {
-  main(process.argv.slice(2)).then((code) => process.exit(code));
+if (process.argv[1] !== undefined && import.meta.url.endsWith('/cli/main.js')) {
+  await main(process.argv.slice(2));
 }

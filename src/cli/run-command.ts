@@ -1,32 +1,54 @@
 /**
  * The default command: run the sidecar. Options come from the one table in config/options.ts,
- * so every flag shows its env twin and default in --help.
+ * so every flag shows its env twin and default in --help. Without an upstream (flag or env) it
+ * is the demo: an embedded simulated vLLM engine behind the sidecar, with demo limits.
  */
 import { Command, Option } from 'commander';
 import { ConfigError } from '../config/config-error.js';
 import { formatHostPort } from '../config/host-port.js';
 import { SIDECAR_OPTIONS, type OptionSpec, type RawFlags } from '../config/options.js';
 import { parseSidecarConfig, type SidecarConfig } from '../config/sidecar-config.js';
-import { createLogger } from '../log.js';
+import { startSimulatedEngine, type RunningEngine } from '../engine/index.js';
+import { createLogger, type Logger } from '../log.js';
 import { startSidecar, type RunningSidecar } from '../sidecar.js';
-import { CliExit, EXIT_USAGE, type CliIo } from './exit.js';
+import { USAGE_EXIT_CODE, applyUsageExit, waitForSignal, type CommandIo } from './command-io.js';
+import { StatusLine } from './status-line.js';
+
+/** Demo mode limits, when the user set none: small enough that a load of 200 shows rejections. */
+export const DEMO_ENGINE_REQUEST_LIMIT = 32;
+const DEMO_STATUS_INTERVAL_MS = 5000;
 
 export function describeOption(spec: OptionSpec): string {
   const parts = [`env ${spec.env}`];
   if (spec.defaultText !== undefined) parts.push(`default ${spec.defaultText}`);
-  return `${spec.help} (${parts.join(', ')})`;
+  return `${spec.help} (${parts.join('; ')})`;
 }
 
-export function registerRunCommand(program: Command, io: CliIo): void {
+export function registerRunCommand(program: Command, io: CommandIo): Command {
   const run = program
     .command('run', { isDefault: true })
     .description('run the sidecar: gRPC proxy with worker-side admission in front of an inference engine (the default command)');
   const envOnly: string[] = [];
   for (const spec of Object.values(SIDECAR_OPTIONS) as OptionSpec[]) {
     if (spec.flag) run.addOption(new Option(spec.flag, describeOption(spec)));
-    else envOnly.push(`  ${spec.env.padEnd(34)} ${describeOption(spec).replace(/ \(env [^,)]+(, )?/, ' (').replace(/ \(\)$/, '')}`);
+    else envOnly.push(`  ${spec.env}  ${spec.help}${spec.defaultText ? ` (default ${spec.defaultText})` : ''}`);
   }
-  run.addHelpText('after', `\nEnvironment-only settings:\n${envOnly.join('\n')}\n\nExample:\n  DYN_ENGINE_REQUEST_LIMIT=32 dynamo-sidecar --upstream 127.0.0.1:50051\n`);
+  run.addHelpText(
+    'after',
+    `
+Environment-only settings:
+${envOnly.join('\n')}
+
+Without --upstream (or DYN_SIDECAR_UPSTREAM) the sidecar starts an embedded simulated vLLM engine
+(demo mode) with engine request limit ${DEMO_ENGINE_REQUEST_LIMIT} and queue 16 unless set otherwise.
+
+Examples:
+  DYN_ENGINE_REQUEST_LIMIT=32 dynamo-sidecar --upstream 127.0.0.1:50051
+  dynamo-sidecar --upstream 127.0.0.1:50051 --engine-request-limit 32 \\
+      --engine-metrics-url http://127.0.0.1:8000/metrics --nats-url nats://127.0.0.1:4222
+`,
+  );
+  applyUsageExit(run, io);
   run.action(async (flags: RawFlags) => {
     let config: SidecarConfig;
     try {
@@ -34,43 +56,64 @@ export function registerRunCommand(program: Command, io: CliIo): void {
     } catch (err) {
       if (!(err instanceof ConfigError)) throw err;
       for (const problem of err.problems) io.stderr.write(`dynamo-sidecar: ${problem}\n`);
-      throw new CliExit(EXIT_USAGE);
+      return io.exit(USAGE_EXIT_CODE);
     }
     await runSidecar(config, io);
   });
+  return run;
 }
 
-function startupLine(config: SidecarConfig, sidecar: RunningSidecar): string {
-  const admission =
-    config.engineRequestLimit === undefined
-      ? 'admission off'
-      : `engine request limit ${config.engineRequestLimit} + queue ${config.requestQueueLimit} (hard cap ${config.engineRequestLimit + config.requestQueueLimit})`;
+function describeAdmission(config: SidecarConfig): string {
+  const limit = config.engineRequestLimit;
+  return limit === undefined ? 'admission off' : `engine request limit ${limit} + queue ${config.requestQueueLimit} (hard cap ${limit + config.requestQueueLimit})`;
+}
+
+async function runSidecar(requested: SidecarConfig, io: CommandIo): Promise<void> {
+  const logger = createLogger({ level: requested.logLevel, sink: io.stderr, base: { service: 'dynamo-sidecar' } });
+  const demo = requested.upstream === undefined;
+  let config = requested;
+  let engine: RunningEngine | undefined;
+  if (demo) {
+    engine = await startSimulatedEngine({ host: '127.0.0.1', port: 0, metricsPort: 0 });
+    // The embedded engine's batch budget is known; publish it like a configured one.
+    config = Object.freeze({
+      ...requested,
+      engineRequestLimit: requested.engineRequestLimit ?? DEMO_ENGINE_REQUEST_LIMIT,
+      load: Object.freeze({ ...requested.load, maxNumBatchedTokens: requested.load.maxNumBatchedTokens ?? engine.options.maxNumBatchedTokens }),
+    });
+    io.stdout.write(`dynamo-sidecar: demo mode, no --upstream given: embedded simulated vLLM engine at ${engine.address} (metrics ${engine.metricsUrl})\n`);
+  }
+  let sidecar: RunningSidecar;
+  try {
+    sidecar = await startSidecar(config, {
+      logger,
+      upstream: engine ? { host: '127.0.0.1', port: engine.grpcPort } : undefined,
+      engineMetricsUrl: engine?.metricsUrl,
+    });
+  } catch (err) {
+    await engine?.close();
+    io.stderr.write(`dynamo-sidecar: cannot start: ${(err as Error).message}\n`);
+    return io.exit(1);
+  }
   const listen = formatHostPort({ host: config.listen.host, port: sidecar.ingressPort });
-  return `dynamo-sidecar: listening on ${listen}, upstream ${sidecar.upstreamAddress}, ${admission}, system port ${sidecar.systemPort}\n`;
+  io.stdout.write(`dynamo-sidecar: listening on ${listen}, upstream ${sidecar.upstreamAddress}, ${describeAdmission(config)}, system port ${sidecar.systemPort}\n`);
+  if (demo) io.stdout.write(`dynamo-sidecar: try: dynamo-sidecar load --target ${listen.replace('0.0.0.0', '127.0.0.1')} --concurrency 200 --duration-s 20\n`);
+  logger.info('started', { listen_port: sidecar.ingressPort, system_port: sidecar.systemPort, upstream: sidecar.upstreamAddress, load_subject: sidecar.loadSubject });
+
+  const statusEveryMs = config.statusIntervalMs ?? (demo ? DEMO_STATUS_INTERVAL_MS : 0);
+  const status = statusEveryMs > 0 ? new StatusLine(sidecar, config, io.stdout, statusEveryMs) : undefined;
+
+  const signal = await waitForSignal(io);
+  status?.stop();
+  await shutdown(sidecar, engine, config, logger, signal);
+  io.exit(0);
 }
 
-async function runSidecar(config: SidecarConfig, io: CliIo): Promise<void> {
-  const logger = createLogger({ level: config.logLevel, sink: io.stderr, base: { service: 'dynamo-sidecar' } });
-  const sidecar = await startSidecar(config, { logger });
-  io.stdout.write(startupLine(config, sidecar));
-  logger.info('started', { listen_port: sidecar.ingressPort, system_port: sidecar.systemPort, upstream: sidecar.upstreamAddress });
-
-  await new Promise<void>((resolve) => {
-    let stopping = false;
-    const stop = async (signal: string): Promise<void> => {
-      if (stopping) {
-        logger.warn('second signal: exiting without waiting', { signal });
-        process.exit(1);
-      }
-      stopping = true;
-      logger.info('shutting down', { signal, grace_ms: config.drainGraceMs });
-      const { remaining } = await sidecar.drain(config.drainGraceMs);
-      if (remaining > 0) logger.warn('grace period over: cutting remaining calls', { remaining });
-      await sidecar.close();
-      logger.info('stopped');
-      resolve();
-    };
-    process.once('SIGTERM', () => void stop('SIGTERM'));
-    process.once('SIGINT', () => void stop('SIGINT'));
-  });
+async function shutdown(sidecar: RunningSidecar, engine: RunningEngine | undefined, config: SidecarConfig, logger: Logger, signal: string): Promise<void> {
+  logger.info('shutting down', { signal, grace_ms: config.drainGraceMs });
+  const { remaining } = await sidecar.drain(config.drainGraceMs);
+  if (remaining > 0) logger.warn('grace period over: cutting remaining calls', { remaining });
+  await sidecar.close();
+  await engine?.close();
+  logger.info('stopped');
 }

@@ -44,10 +44,61 @@ export const SIDECAR_OPTIONS = {
     defaultText: '30000',
     help: 'on SIGTERM, how long calls already admitted may run before the sidecar exits',
   },
+  statusIntervalMs: {
+    flag: '--status-interval-ms <ms>',
+    env: 'DYN_SIDECAR_STATUS_INTERVAL_MS',
+    defaultText: '5000 in demo mode, else 0 (off)',
+    help: 'print a one-line status (in engine, queued, rejected, tokens/s) on stdout this often',
+  },
   logLevel: { flag: '--log-level <level>', env: 'DYN_LOG_LEVEL', defaultText: 'info', help: 'debug | info | warn | error (JSON lines on stderr)' },
+  // Load tracking and events (DESIGN.md sections 3 and 4).
+  engineMetricsUrl: {
+    flag: '--engine-metrics-url <url>',
+    env: 'DYN_ENGINE_METRICS_URL',
+    defaultText: 'none; the embedded engine in demo mode',
+    help: "the engine's Prometheus endpoint, scraped for KV-cache usage (authoritative when fresh)",
+  },
+  engineMetricsFormat: {
+    flag: '--engine-metrics-format <format>',
+    env: 'DYN_ENGINE_METRICS_FORMAT',
+    defaultText: 'auto',
+    help: 'vllm | sglang | trtllm-triton | trtllm-serve | auto (detected from metric names)',
+  },
+  scrapeIntervalMs: { flag: '--scrape-interval-ms <ms>', env: 'DYN_SCRAPE_INTERVAL_MS', defaultText: '250', help: 'how often the engine metrics are scraped' },
+  trackOutputBlocks: {
+    flag: '--track-output-blocks',
+    env: 'DYN_TRACK_OUTPUT_BLOCKS',
+    defaultText: 'off',
+    help: 'count generated tokens in active_decode_blocks, not only prompt tokens (for long outputs)',
+  },
+  kvTotalBlocks: { flag: '--kv-total-blocks <n>', env: 'DYN_KV_TOTAL_BLOCKS', help: 'KV-cache size in blocks when the engine scrape does not give it' },
+  kvBlockSize: { flag: '--kv-block-size <tokens>', env: 'DYN_KV_BLOCK_SIZE', defaultText: '16', help: 'tokens per KV block for active_decode_blocks (a scraped block size wins)' },
+  maxNumBatchedTokens: { flag: '--max-num-batched-tokens <n>', env: 'DYN_MAX_NUM_BATCHED_TOKENS', help: "the engine's max_num_batched_tokens, published for the frontend's prefill-fraction check" },
+  dataParallelSize: {
+    flag: '--data-parallel-size <n>',
+    env: 'DYN_DATA_PARALLEL_SIZE',
+    defaultText: '1',
+    help: 'dp ranks of the engine; one load event per rank, rank per call from the x-dynamo-dp-rank header',
+  },
+  natsUrl: { flag: '--nats-url <url>', env: 'NATS_SERVER', defaultText: 'none (no publishing; GET /load still works)', help: 'NATS server for load events, e.g. nats://127.0.0.1:4222' },
+  namespace: { flag: '--namespace <name>', env: 'DYN_NAMESPACE', defaultText: 'dynamo', help: 'subject namespace.{ns}.component.{component}.endpoint.{endpoint}.kv_metrics' },
+  component: { flag: '--component <name>', env: 'DYN_COMPONENT', defaultText: 'backend', help: 'subject component segment' },
+  endpoint: { flag: '--endpoint <name>', env: 'DYN_ENDPOINT', defaultText: 'generate', help: 'subject endpoint segment' },
+  loadHeartbeatMs: {
+    flag: '--load-heartbeat-ms <ms>',
+    env: 'DYN_LOAD_HEARTBEAT_MS',
+    defaultText: '1000',
+    help: 'publish the current load at least this often, even when nothing changed',
+  },
+  workerId: {
+    flag: '--worker-id <n>',
+    env: 'DYN_WORKER_ID',
+    defaultText: 'hash of host name and listen port',
+    help: 'worker_id in load events (integer < 2^53); stable across restarts by default',
+  },
 } as const satisfies Record<string, OptionSpec>;
 
 export type SidecarOptionKey = keyof typeof SIDECAR_OPTIONS;
 
 /** Commander stores `--engine-request-limit` as `engineRequestLimit`; the table keys are those names. */
-export type RawFlags = Partial<Record<SidecarOptionKey, string | undefined>>;
+export type RawFlags = Partial<Record<SidecarOptionKey, string | boolean | undefined>>;

@@ -3,6 +3,7 @@
  * before failing (ConfigError). Sources are injected so tests need no real environment.
  * An empty environment variable counts as unset, as compose files use `VAR=` to clear one.
  */
+import { ENGINE_METRICS_FORMATS, type EngineMetricsFormatOption } from '../load/engine-metrics.js';
 import type { LogLevel } from '../log.js';
 import { ConfigError } from './config-error.js';
 import { parseHostPort, type HostPort } from './host-port.js';
@@ -19,7 +20,30 @@ export interface SidecarConfig {
   readonly requestQueueLimit: number;
   readonly retryPushbackMs: number;
   readonly drainGraceMs: number;
+  /** `undefined`: the mode's default (on in demo mode, off in front of a real engine). */
+  readonly statusIntervalMs: number | undefined;
   readonly logLevel: LogLevel;
+  readonly load: LoadConfig;
+}
+
+/** Load tracking and load events (DESIGN.md sections 3 and 4). */
+export interface LoadConfig {
+  readonly engineMetricsUrl: string | undefined;
+  readonly engineMetricsFormat: EngineMetricsFormatOption;
+  readonly scrapeIntervalMs: number;
+  readonly trackOutputBlocks: boolean;
+  readonly kvTotalBlocks: number | undefined;
+  readonly kvBlockSize: number;
+  readonly maxNumBatchedTokens: number | undefined;
+  readonly dataParallelSize: number;
+  /** Comma-separated NATS servers; `undefined`: no publishing. */
+  readonly natsServers: readonly string[] | undefined;
+  readonly namespace: string;
+  readonly component: string;
+  readonly endpoint: string;
+  readonly loadHeartbeatMs: number;
+  /** `undefined`: derived from host name and listen port. */
+  readonly workerId: number | undefined;
 }
 
 export type Env = Readonly<Record<string, string | undefined>>;
@@ -30,6 +54,9 @@ export const DEFAULT_REQUEST_QUEUE_LIMIT = 16;
 export const MIN_REQUEST_QUEUE_LIMIT = 2;
 export const DEFAULT_RETRY_PUSHBACK_MS = 250;
 export const DEFAULT_DRAIN_GRACE_MS = 30_000;
+export const DEFAULT_SCRAPE_INTERVAL_MS = 250;
+export const DEFAULT_LOAD_HEARTBEAT_MS = 1000;
+export const DEFAULT_KV_BLOCK_SIZE = 16;
 const LOG_LEVELS: readonly LogLevel[] = ['debug', 'info', 'warn', 'error'];
 
 /** Reads option values with flag-over-env precedence and names the source in every problem. */
@@ -37,7 +64,7 @@ export class OptionReader {
   readonly problems: string[] = [];
 
   constructor(
-    private readonly flags: Readonly<Record<string, string | undefined>>,
+    private readonly flags: Readonly<Record<string, string | boolean | undefined>>,
     private readonly env: Env,
     private readonly specs: Readonly<Record<string, { flag?: string; env: string }>>,
   ) {}
@@ -46,7 +73,7 @@ export class OptionReader {
   raw(key: string): { value: string; source: string } | undefined {
     const spec = this.specs[key]!;
     const flagValue = this.flags[key];
-    if (flagValue !== undefined && spec.flag) return { value: flagValue, source: spec.flag.split(' ')[0]! };
+    if (flagValue !== undefined && flagValue !== false && spec.flag) return { value: String(flagValue), source: spec.flag.split(' ')[0]! };
     const envValue = this.env[spec.env];
     if (envValue !== undefined && envValue.trim() !== '') return { value: envValue, source: spec.env };
     return undefined;
@@ -89,6 +116,34 @@ export class OptionReader {
     return fallback;
   }
 
+  /** A switch: the bare flag, or the env set to true/false/1/0/yes/no. */
+  boolean(key: string): boolean {
+    const found = this.raw(key);
+    if (!found) return false;
+    const text = found.value.trim().toLowerCase();
+    if (['true', '1', 'yes', 'on'].includes(text)) return true;
+    if (['false', '0', 'no', 'off'].includes(text)) return false;
+    this.problems.push(`${found.source} must be true or false, got "${found.value}"`);
+    return false;
+  }
+
+  /** An absolute URL with one of the given protocols (e.g. "http:"). */
+  url(key: string, protocols: readonly string[]): string | undefined {
+    const found = this.raw(key);
+    if (!found) return undefined;
+    let url: URL | undefined;
+    try {
+      url = new URL(found.value.trim());
+    } catch {
+      url = undefined;
+    }
+    if (!url || !protocols.includes(url.protocol)) {
+      this.problems.push(`${found.source} must be a ${protocols.map((p) => p.replace(':', '://')).join(' or ')} URL, got "${found.value}"`);
+      return undefined;
+    }
+    return url.href;
+  }
+
   string(key: string, fallback: string): string {
     const found = this.raw(key);
     if (!found) return fallback;
@@ -119,8 +174,50 @@ export function parseSidecarConfig(flags: RawFlags, env: Env): SidecarConfig {
     requestQueueLimit: read.integer(key('requestQueueLimit'), MIN_REQUEST_QUEUE_LIMIT, Number.MAX_SAFE_INTEGER, DEFAULT_REQUEST_QUEUE_LIMIT),
     retryPushbackMs: read.integer(key('retryPushbackMs'), 0, 3_600_000, DEFAULT_RETRY_PUSHBACK_MS),
     drainGraceMs: read.integer(key('drainGraceMs'), 0, 3_600_000, DEFAULT_DRAIN_GRACE_MS),
+    statusIntervalMs: read.integer(key('statusIntervalMs'), 0, 3_600_000, undefined),
     logLevel: read.choice(key('logLevel'), LOG_LEVELS, 'info'),
+    load: Object.freeze(parseLoadConfig(read)),
   };
   read.check();
   return Object.freeze(config);
+}
+
+function parseLoadConfig(read: OptionReader): LoadConfig {
+  const key = (k: SidecarOptionKey): string => k;
+  return {
+    engineMetricsUrl: read.url(key('engineMetricsUrl'), ['http:', 'https:']),
+    engineMetricsFormat: read.choice(key('engineMetricsFormat'), ENGINE_METRICS_FORMATS, 'auto'),
+    scrapeIntervalMs: read.integer(key('scrapeIntervalMs'), 10, 600_000, DEFAULT_SCRAPE_INTERVAL_MS),
+    trackOutputBlocks: read.boolean(key('trackOutputBlocks')),
+    kvTotalBlocks: read.integer(key('kvTotalBlocks'), 1, Number.MAX_SAFE_INTEGER, undefined),
+    kvBlockSize: read.integer(key('kvBlockSize'), 1, 1 << 20, DEFAULT_KV_BLOCK_SIZE),
+    maxNumBatchedTokens: read.integer(key('maxNumBatchedTokens'), 1, Number.MAX_SAFE_INTEGER, undefined),
+    dataParallelSize: read.integer(key('dataParallelSize'), 1, 1024, 1),
+    natsServers: parseNatsServers(read),
+    namespace: read.string(key('namespace'), 'dynamo'),
+    component: read.string(key('component'), 'backend'),
+    endpoint: read.string(key('endpoint'), 'generate'),
+    loadHeartbeatMs: read.integer(key('loadHeartbeatMs'), 10, 3_600_000, DEFAULT_LOAD_HEARTBEAT_MS),
+    workerId: read.integer(key('workerId'), 0, Number.MAX_SAFE_INTEGER, undefined),
+  };
+}
+
+/** NATS_SERVER as the nats clients take it: comma-separated nats://, tls://, ws(s):// URLs or host:port. */
+function parseNatsServers(read: OptionReader): readonly string[] | undefined {
+  const found = read.raw('natsUrl');
+  if (!found) return undefined;
+  const servers = found.value.split(',').map((s) => s.trim()).filter(Boolean);
+  const bad = servers.filter((server) => {
+    if (/^[^\s:/]+:\d{1,5}$/.test(server)) return false;
+    try {
+      return !['nats:', 'tls:', 'ws:', 'wss:'].includes(new URL(server).protocol);
+    } catch {
+      return true;
+    }
+  });
+  if (servers.length === 0 || bad.length) {
+    read.problems.push(`${found.source} must be nats://HOST:PORT (comma-separated for several), got "${found.value}"`);
+    return undefined;
+  }
+  return Object.freeze(servers);
 }

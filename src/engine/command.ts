@@ -4,8 +4,8 @@
  *   simulated engine ready grpc=127.0.0.1:50051 metrics=http://127.0.0.1:9400/metrics model=simulated-model
  */
 import type { Command } from 'commander';
-import type { CommandIo } from './cli-io.js';
-import { applyUsageExit, processIo, USAGE_EXIT_CODE, waitForSignal } from './cli-io.js';
+import type { CommandIo } from '../cli/command-io.js';
+import { applyUsageExit, processIo, USAGE_EXIT_CODE, waitForSignal } from '../cli/command-io.js';
 import { startSimulatedEngine } from './index.js';
 import type { EngineCliValues, EngineOptions } from './options.js';
 import { DEFAULT_ENGINE_OPTIONS as D, ENGINE_FLAGS, EngineOptionsErrors, engineOptionsFromCli } from './options.js';

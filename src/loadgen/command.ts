@@ -6,8 +6,8 @@
  * attempt failed, 2 for invalid flags. SIGINT/SIGTERM stop early and still print the summary.
  */
 import type { Command } from 'commander';
-import type { CommandIo } from '../engine/cli-io.js';
-import { applyUsageExit, onFirstSignal, processIo, USAGE_EXIT_CODE } from '../engine/cli-io.js';
+import type { CommandIo } from '../cli/command-io.js';
+import { applyUsageExit, onFirstSignal, processIo, USAGE_EXIT_CODE } from '../cli/command-io.js';
 import { DEFAULT_LOAD_OPTIONS as D, LoadOptionsErrors, loadOptionsFromCli, type LoadCliValues, type LoadOptions } from './options.js';
 import { formatProgress, formatSummary } from './report.js';
 import { runLoad } from './run.js';

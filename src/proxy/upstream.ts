@@ -179,6 +179,7 @@ export class UpstreamPool {
   private setReachable(reachable: boolean): void {
     if (this.isReachable === reachable) return;
     this.isReachable = reachable;
+    if (this.closed) return;
     if (reachable) this.logger.info('upstream reachable', { upstream: this.address });
     else this.logger.warn('upstream unreachable', { upstream: this.address, reason: this.lastError });
     for (const listener of this.listeners) listener(reachable);

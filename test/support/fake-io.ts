@@ -24,6 +24,7 @@ export function fakeIo(tty = false): FakeIo {
     emitter,
     stdout: { write: (s: string) => out.push(s) },
     stderr: { write: (s: string) => err.push(s) },
+    env: {},
     progress: { write: (s: string) => progressOut.push(s), isTTY: tty },
     exit: (code: number) => {
       exits.push(code);

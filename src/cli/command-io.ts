@@ -1,6 +1,6 @@
 /**
- * What a subcommand needs from its process, injected so tests can run commands in-process:
- * output streams, exit, and the emitter that delivers SIGTERM/SIGINT.
+ * What a command needs from its process, injected so tests can run commands in-process:
+ * output streams, environment, exit, and the emitter that delivers SIGTERM/SIGINT.
  */
 import type { Command } from 'commander';
 import { CommanderError } from 'commander';
@@ -8,6 +8,7 @@ import { CommanderError } from 'commander';
 export interface CommandIo {
   readonly stdout: { write(text: string): unknown; readonly isTTY?: boolean };
   readonly stderr: { write(text: string): unknown };
+  readonly env: Readonly<Record<string, string | undefined>>;
   /** Must not return in a real process; fakes may record the code and return. */
   exit(code: number): void;
   readonly signals: {
@@ -19,6 +20,7 @@ export interface CommandIo {
 export const processIo: CommandIo = {
   stdout: process.stdout,
   stderr: process.stderr,
+  env: process.env,
   exit: (code) => process.exit(code),
   signals: process,
 };

@@ -1,0 +1,65 @@
+/** The sidecar under test: the compiled CLI (dist/cli/main.js) on a port it picks itself. */
+import { existsSync } from 'node:fs';
+import { SIDECAR_MAIN } from '../lib/paths.js';
+import { spawnProcess } from '../lib/spawn.js';
+import type { AdmissionSettings, Target } from './target.js';
+
+const STARTUP_RE = /listening on \S+:(\d+), upstream \S+, .+, system port (\d+)/;
+
+export interface SidecarLaunch {
+  readonly name: string;
+  readonly upstreamPort: number;
+  readonly admission?: AdmissionSettings | undefined;
+  readonly cpus: string | undefined;
+  /** When set, the sidecar runs with --cpu-prof and writes its profile here on exit. */
+  readonly cpuProfileDir?: string;
+}
+
+/** Environment without DYN_* / NATS settings of the caller leaking into the sidecar. */
+function cleanEnv(extra: Record<string, string>): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = {};
+  for (const [k, v] of Object.entries(process.env)) if (!k.startsWith('DYN_') && k !== 'NATS_SERVER') env[k] = v;
+  return { ...env, ...extra };
+}
+
+export async function startSidecar(launch: SidecarLaunch): Promise<Target> {
+  if (!existsSync(SIDECAR_MAIN)) throw new Error('dist/cli/main.js missing: run `npx tsc -p tsconfig.json` (npm run bench does it)');
+  const nodeArgs = launch.cpuProfileDir ? ['--cpu-prof', `--cpu-prof-dir=${launch.cpuProfileDir}`] : [];
+  const args = [
+    ...nodeArgs,
+    SIDECAR_MAIN,
+    '--upstream',
+    `127.0.0.1:${launch.upstreamPort}`,
+    '--listen',
+    '127.0.0.1:0',
+    '--system-host',
+    '127.0.0.1',
+    '--system-port',
+    '0',
+  ];
+  const env: Record<string, string> = {};
+  if (launch.admission?.limit !== undefined) {
+    args.push('--engine-request-limit', String(launch.admission.limit));
+    if (launch.admission.queue !== undefined) env['DYN_DYNAMO_REQUEST_QUEUE_LIMIT'] = String(launch.admission.queue);
+  }
+  const proc = spawnProcess(launch.name, process.execPath, args, { cpus: launch.cpus, env: cleanEnv(env) });
+  const m = await proc.waitFor(STARTUP_RE);
+  const systemPort = Number(m[2]);
+  return {
+    name: launch.name,
+    kind: 'sidecar',
+    port: Number(m[1]),
+    pid: proc.pid,
+    async grpcCodes() {
+      const res = await fetch(`http://127.0.0.1:${systemPort}/metrics`, { signal: AbortSignal.timeout(5000) });
+      const text = await res.text();
+      const codes: Record<string, number> = {};
+      for (const line of text.split('\n')) {
+        const hit = /^dynamo_sidecar_requests_total\{grpc_code="([^"]+)"\} (\S+)/.exec(line);
+        if (hit) codes[hit[1]!] = Number(hit[2]);
+      }
+      return codes;
+    },
+    stop: () => proc.stop('SIGTERM', 8000),
+  };
+}

@@ -1,0 +1,29 @@
+/** What a scenario needs from a thing under test: where to send calls and which process to measure. */
+
+export type TargetKind = 'direct' | 'sidecar' | 'haproxy' | 'nginx';
+
+export interface Target {
+  /** Row label in tables and JSON, e.g. "sidecar+admission". */
+  readonly name: string;
+  readonly kind: TargetKind;
+  readonly port: number;
+  /** Root pid of the proxy (nginx: its master); undefined for direct. */
+  readonly pid: number | undefined;
+  /** grpc-status counts from the proxy's own metrics (sidecar only). */
+  grpcCodes?(): Promise<Record<string, number>>;
+  stop(): Promise<void>;
+}
+
+/** Admission settings a proxy target is started with; undefined limit = admission off. */
+export interface AdmissionSettings {
+  readonly limit?: number;
+  readonly queue?: number;
+  /** HAProxy `timeout queue`, ms. */
+  readonly queueTimeoutMs?: number;
+}
+
+export interface TargetSpec {
+  readonly name: string;
+  readonly kind: TargetKind;
+  readonly admission?: AdmissionSettings;
+}

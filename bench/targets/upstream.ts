@@ -1,0 +1,15 @@
+/** Starts the benchmark upstream (bench/upstream/server.ts) as its own pinned process. */
+import { spawnProcess, type BenchProcess } from '../lib/spawn.js';
+import { REPO_ROOT, TSX_NODE_ARGS, UPSTREAM_SCRIPT } from '../lib/paths.js';
+
+export interface Upstream {
+  readonly port: number;
+  readonly process: BenchProcess;
+  stop(): Promise<void>;
+}
+
+export async function startUpstream(cpus: string | undefined): Promise<Upstream> {
+  const proc = spawnProcess('bench-upstream', process.execPath, [...TSX_NODE_ARGS, UPSTREAM_SCRIPT, '0'], { cpus, cwd: REPO_ROOT });
+  const m = await proc.waitFor(/bench-upstream: listening on (\d+)/);
+  return { port: Number(m[1]), process: proc, stop: () => proc.stop() };
+}
