@@ -7,7 +7,7 @@ import { Command } from 'commander';
 import { registerEngineCommand } from '../engine/command.js';
 import { registerLoadCommand } from '../loadgen/command.js';
 import { applyUsageExit, processIo, type CommandIo } from './command-io.js';
-import { registerRunCommand } from './run-command.js';
+import { RUN_HELP_EPILOGUE, registerRunCommand } from './run-command.js';
 
 export function buildProgram(io: CommandIo): Command {
   const program = new Command('dynamo-sidecar')
@@ -19,7 +19,7 @@ export function buildProgram(io: CommandIo): Command {
   registerLoadCommand(program, { ...io, progress: process.stderr });
   program.addHelpText('after', () => {
     const runHelp = run.helpInformation();
-    return `\nThe default command, run:\n${runHelp.slice(runHelp.indexOf('Options:'))}`;
+    return `\nThe default command, run:\n${runHelp.slice(runHelp.indexOf('Options:'))}${RUN_HELP_EPILOGUE}`;
   });
   return program;
 }

@@ -24,20 +24,15 @@ export function describeOption(spec: OptionSpec): string {
   return `${spec.help} (${parts.join('; ')})`;
 }
 
-export function registerRunCommand(program: Command, io: CommandIo): Command {
-  const run = program
-    .command('run', { isDefault: true })
-    .description('run the sidecar: gRPC proxy with worker-side admission in front of an inference engine (the default command)');
-  const envOnly: string[] = [];
-  for (const spec of Object.values(SIDECAR_OPTIONS) as OptionSpec[]) {
-    if (spec.flag) run.addOption(new Option(spec.flag, describeOption(spec)));
-    else envOnly.push(`  ${spec.env}  ${spec.help}${spec.defaultText ? ` (default ${spec.defaultText})` : ''}`);
-  }
-  run.addHelpText(
-    'after',
-    `
+const envOnlyHelp = (Object.values(SIDECAR_OPTIONS) as OptionSpec[])
+  .filter((spec) => !spec.flag)
+  .map((spec) => `  ${spec.env}  ${spec.help}${spec.defaultText ? ` (default ${spec.defaultText})` : ''}`)
+  .join('\n');
+
+/** Shown after the run command's options, also in the top-level --help. */
+export const RUN_HELP_EPILOGUE = `
 Environment-only settings:
-${envOnly.join('\n')}
+${envOnlyHelp}
 
 Without --upstream (or DYN_SIDECAR_UPSTREAM) the sidecar starts an embedded simulated vLLM engine
 (demo mode) with engine request limit ${DEMO_ENGINE_REQUEST_LIMIT} and queue 16 unless set otherwise.
@@ -46,8 +41,16 @@ Examples:
   DYN_ENGINE_REQUEST_LIMIT=32 dynamo-sidecar --upstream 127.0.0.1:50051
   dynamo-sidecar --upstream 127.0.0.1:50051 --engine-request-limit 32 \\
       --engine-metrics-url http://127.0.0.1:8000/metrics --nats-url nats://127.0.0.1:4222
-`,
-  );
+`;
+
+export function registerRunCommand(program: Command, io: CommandIo): Command {
+  const run = program
+    .command('run', { isDefault: true })
+    .description('run the sidecar: gRPC proxy with worker-side admission in front of an inference engine (the default command)');
+  for (const spec of Object.values(SIDECAR_OPTIONS) as OptionSpec[]) {
+    if (spec.flag) run.addOption(new Option(spec.flag, describeOption(spec)));
+  }
+  run.addHelpText('after', RUN_HELP_EPILOGUE);
   applyUsageExit(run, io);
   run.action(async (flags: RawFlags) => {
     let config: SidecarConfig;

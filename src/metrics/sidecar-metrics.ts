@@ -103,6 +103,11 @@ export class SidecarMetrics {
       },
     });
     collectDefaultMetrics({ register: registry });
+    // prom-client also exports these gauges with a _total suffix, which Prometheus reserves for
+    // counters (promtool check metrics rejects them); the same values stay available without it.
+    for (const name of ['nodejs_active_handles_total', 'nodejs_active_requests_total', 'nodejs_active_resources_total']) {
+      registry.removeSingleMetric(name);
+    }
   }
 
   rejected(): void {
