@@ -30,6 +30,8 @@ export interface H2loadResult {
   readonly errored: number;
   readonly status2xx: number;
   readonly status5xx: number;
+  /** Responses with a :status other than 2xx. */
+  readonly non2xx: number;
   readonly latencyUs: Distribution;
 }
 
@@ -79,6 +81,7 @@ export async function h2load(run: H2loadRun): Promise<H2loadResult> {
     errored: num(/(\d+) errored/),
     status2xx: num(/status codes: (\d+) 2xx/),
     status5xx: num(/(\d+) 5xx/),
+    non2xx: num(/(\d+) 3xx/) + num(/(\d+) 4xx/) + num(/(\d+) 5xx/),
     latencyUs: distribution(elapsed),
   };
 }

@@ -124,9 +124,10 @@ export async function runToEnd(
 }
 
 /** Polls until a TCP connect to 127.0.0.1:port succeeds (bounded). */
-export async function waitForPort(port: number, timeoutMs = 10_000): Promise<void> {
+export async function waitForPort(port: number, timeoutMs = 10_000, owner?: BenchProcess): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   for (let attempt = 0; attempt < 1000 && Date.now() < deadline; attempt++) {
+    if (owner && (owner.child.exitCode !== null || owner.child.signalCode !== null)) throw new Error(`${owner.name} exited before listening on ${port}`);
     const ok = await new Promise<boolean>((resolve) => {
       const socket = connect(port, '127.0.0.1');
       socket.once('connect', () => {

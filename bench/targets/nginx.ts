@@ -55,7 +55,7 @@ export async function startNginx(name: string, dir: string, upstreamPort: number
   const cfg = join(prefix, 'nginx.conf');
   writeFileSync(cfg, nginxConfig(prefix, port, upstreamPort, admission));
   const proc = spawnProcess(name, 'nginx', ['-p', prefix, '-c', cfg, '-e', join(prefix, 'nginx-error.log'), '-g', 'daemon off;'], { cpus });
-  await waitForPort(port).catch((err: Error) => {
+  await waitForPort(port, 10_000, proc).catch((err: Error) => {
     throw new Error(`${err.message}\nnginx stderr: ${proc.stderr()}`);
   });
   return { name, kind: 'nginx', port, pid: proc.pid, stop: () => proc.stop('SIGQUIT', 5000).then(() => proc.stop('SIGKILL', 1000)) };

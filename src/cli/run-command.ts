@@ -11,7 +11,7 @@ import { parseSidecarConfig, type SidecarConfig } from '../config/sidecar-config
 import { startSimulatedEngine, type RunningEngine } from '../engine/index.js';
 import { createLogger, type Logger } from '../log.js';
 import { startSidecar, type RunningSidecar } from '../sidecar.js';
-import { USAGE_EXIT_CODE, applyUsageExit, waitForSignal, type CommandIo } from './command-io.js';
+import { USAGE_EXIT_CODE, applyUsageExit, onFirstSignal, waitForSignal, type CommandIo } from './command-io.js';
 import { StatusLine } from './status-line.js';
 
 /** Demo mode limits, when the user set none: small enough that a load of 200 shows rejections. */
@@ -108,6 +108,10 @@ async function runSidecar(requested: SidecarConfig, io: CommandIo): Promise<void
 
   const signal = await waitForSignal(io);
   status?.stop();
+  onFirstSignal(io, () => {
+    logger.warn('second signal: exiting without waiting for calls to finish');
+    io.exit(1);
+  });
   await shutdown(sidecar, engine, config, logger, signal);
   io.exit(0);
 }

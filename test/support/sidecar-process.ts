@@ -21,7 +21,10 @@ export interface SidecarProcess {
   metrics(): Promise<string>;
   /** Value of one unlabelled (or exactly-labelled) series in /metrics. */
   metric(name: string, labels?: string): Promise<number>;
+  /** Sends `signal` (SIGTERM by default) unless it has exited already, and waits for the exit code. */
   stop(signal?: NodeJS.Signals): Promise<number | null>;
+  /** Resolves with the exit code once the process has exited by itself. */
+  exited(): Promise<number | null>;
 }
 
 export interface RunResult {
@@ -56,10 +59,11 @@ function cleanEnv(extra: Record<string, string>): NodeJS.ProcessEnv {
   return { ...env, ...extra };
 }
 
+/** Ports for a test: any free one, on loopback. Passed as env so the command line stays the caller's own. */
+const TEST_PORTS_ENV = { DYN_SIDECAR_LISTEN: '127.0.0.1:0', DYN_SYSTEM_HOST: '127.0.0.1', DYN_SYSTEM_PORT: '0' };
+
 export async function startSidecarProcess(args: string[], env: Record<string, string> = {}, timeoutMs = 15_000): Promise<SidecarProcess> {
-  const proc = spawn(process.execPath, [SIDECAR_BIN, '--listen', '127.0.0.1:0', '--system-host', '127.0.0.1', '--system-port', '0', ...args], {
-    env: cleanEnv(env),
-  });
+  const proc = spawn(process.execPath, [SIDECAR_BIN, ...args], { env: cleanEnv({ ...TEST_PORTS_ENV, ...env }) });
   let stdout = '';
   let stderr = '';
   proc.stdout.on('data', (d) => (stdout += d));
@@ -107,6 +111,7 @@ export async function startSidecarProcess(args: string[], env: Record<string, st
       const line = text.split('\n').find((l) => l.startsWith(`${name}${labels ? `{${labels}}` : ''} `));
       return line === undefined ? NaN : Number(line.slice(line.lastIndexOf(' ') + 1));
     },
+    exited: () => exited,
     async stop(signal = 'SIGTERM') {
       if (proc.exitCode !== null || proc.signalCode !== null) return proc.exitCode;
       proc.kill(signal);
