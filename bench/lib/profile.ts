@@ -10,6 +10,7 @@ interface CpuProfileNode {
   id: number;
   callFrame: { functionName: string; url: string; lineNumber: number };
   hitCount?: number;
+  children?: number[];
 }
 
 interface CpuProfile {
@@ -26,6 +27,8 @@ export interface HotFunction {
   readonly selfMs: number;
   /** Share of busy (non-idle) time. */
   readonly selfPct: number;
+  /** The caller contributing most of this function's self time. */
+  readonly topCaller: string;
 }
 
 export interface ProfileDigest {
@@ -66,7 +69,11 @@ export function digestProfile(file: string, top = 15): ProfileDigest {
     const dt = profile.timeDeltas[i + 1] ?? 0;
     selfUs.set(id, (selfUs.get(id) ?? 0) + Math.max(0, dt));
   }
-  const fn = new Map<string, { name: string; where: string; us: number }>();
+  const parent = new Map<number, number>();
+  for (const n of profile.nodes) for (const c of n.children ?? []) parent.set(c, n.id);
+  const label = (n: CpuProfileNode | undefined): string =>
+    n ? `${n.callFrame.functionName || '(anonymous)'} ${n.callFrame.url ? `${shortUrl(n.callFrame.url)}:${n.callFrame.lineNumber + 1}` : ''}`.trim() : '-';
+  const fn = new Map<string, { name: string; where: string; us: number; callers: Map<string, number> }>();
   const areas = new Map<string, number>();
   let total = 0;
   let idle = 0;
@@ -79,8 +86,10 @@ export function digestProfile(file: string, top = 15): ProfileDigest {
     if (name === '(idle)') idle += us;
     const where = url ? `${shortUrl(url)}:${lineNumber + 1}` : '';
     const key = `${name}@${where}`;
-    const entry = fn.get(key) ?? { name, where, us: 0 };
+    const entry = fn.get(key) ?? { name, where, us: 0, callers: new Map<string, number>() };
     entry.us += us;
+    const caller = label(byId.get(parent.get(id) ?? -1));
+    entry.callers.set(caller, (entry.callers.get(caller) ?? 0) + us);
     fn.set(key, entry);
     const area = areaOf(name, url);
     areas.set(area, (areas.get(area) ?? 0) + us);
@@ -94,7 +103,13 @@ export function digestProfile(file: string, top = 15): ProfileDigest {
       .filter((f) => f.name !== '(idle)')
       .sort((a, b) => b.us - a.us)
       .slice(0, top)
-      .map((f) => ({ name: f.name, where: f.where, selfMs: f.us / 1000, selfPct: pct(f.us) })),
+      .map((f) => ({
+        name: f.name,
+        where: f.where,
+        selfMs: f.us / 1000,
+        selfPct: pct(f.us),
+        topCaller: [...f.callers.entries()].sort((a, b) => b[1] - a[1])[0]?.[0] ?? '-',
+      })),
     areas: [...areas.entries()]
       .filter(([a]) => a !== 'idle')
       .sort((a, b) => b[1] - a[1])

@@ -33,9 +33,10 @@ export async function runProfiles(ctx: BenchContext): Promise<ProfileSummary[]> 
       }) });
     }
     if (ctx.options.scenarios.includes('streaming')) {
-      const load = 'stream-client flood, 256 concurrent calls';
+      // Paced: one message per write, the regime where the latency goal is judged.
+      const load = 'stream-client paced, 256 concurrent calls, one token per stream every 20 ms';
       out.push({ scenario: 'streaming', load, digest: await profiled(ctx, 'streaming', upstream.port, async (port) => {
-        const params = streamClientParams(port, 'flood', ctx.options.quick);
+        const params = streamClientParams(port, 'paced', ctx.options.quick);
         await runClient('stream-client', params, ctx.plan.client, 60_000);
       }) });
     }
@@ -69,7 +70,10 @@ export function renderProfiles(profiles: readonly ProfileSummary[]): string {
     parts.push(`== sidecar CPU profile, ${p.scenario} (${p.load}): busy ${d.busyMs.toFixed(0)} ms of ${d.totalMs.toFixed(0)} ms sampled`);
     parts.push(renderTable(['area', 'self ms', 'self % of busy'], d.areas.map((a) => [a.area, a.selfMs.toFixed(0), a.selfPct.toFixed(1)])));
     parts.push('');
-    parts.push(renderTable(['top self-time function', 'where', 'self ms', '%'], d.top.map((f) => [f.name, f.where, f.selfMs.toFixed(0), f.selfPct.toFixed(1)])));
+    parts.push(renderTable(
+        ['top self-time function', 'where', 'self ms', '%', 'main caller'],
+        d.top.map((f) => [f.name, f.where, f.selfMs.toFixed(0), f.selfPct.toFixed(1), f.topCaller]),
+      ));
     parts.push('');
   }
   return parts.join('\n');

@@ -61,15 +61,6 @@ export function tokens(count: number, start = 1): number[] {
   return Array.from({ length: count }, (_, i) => start + i);
 }
 
-/** Polls `check` every few ms until it returns true; fails after `timeoutMs`. */
-export async function waitFor(check: () => boolean | Promise<boolean>, timeoutMs = 5000, what = 'condition'): Promise<void> {
-  const end = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > end) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 5));
-  }
-}
-
 /** Value of a metric line `name{labels} value` in a Prometheus text body (first match). */
 export function metricValue(body: string, name: string): number | undefined {
   for (const line of body.split('\n')) {

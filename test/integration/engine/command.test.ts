@@ -4,7 +4,8 @@ import { fileURLToPath } from 'node:url';
 import { Command } from 'commander';
 import { describe, expect, it } from 'vitest';
 import { registerEngineCommand } from '../../../src/engine/command.js';
-import { engineClient, generate, waitFor } from '../../support/vllm-client.js';
+import { engineClient, generate } from '../../support/vllm-client.js';
+import { waitFor } from '../../support/wait.js';
 import { fakeIo } from '../../support/fake-io.js';
 
 const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
@@ -43,7 +44,7 @@ describe('engine command', () => {
   it('prints its addresses, serves, and closes cleanly on SIGTERM', async () => {
     const io = fakeIo();
     const run = program(io).parseAsync(['engine', '--decode-step-ms', '1', '--model-name', 'cmd-model'], { from: 'user' });
-    await waitFor(() => io.out.length > 0, 5000, 'ready line');
+    await waitFor(() => io.out.length > 0, 'ready line', 5000);
     const match = /^simulated engine ready grpc=(127\.0\.0\.1:\d+) metrics=(http:\/\/127\.0\.0\.1:\d+\/metrics) model=cmd-model\n$/.exec(io.out[0]!);
     expect(match).not.toBeNull();
     const client = engineClient(match![1]!);
@@ -63,7 +64,7 @@ describe('engine command', () => {
     child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
     const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
     try {
-      await waitFor(() => stdout.includes('\n'), 15_000, 'ready line');
+      await waitFor(() => stdout.includes('\n'), 'ready line', 15_000);
       expect(stdout).toMatch(/^simulated engine ready grpc=127\.0\.0\.1:\d+ /);
       child.kill('SIGTERM');
       expect(await exited).toBe(0);

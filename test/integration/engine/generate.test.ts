@@ -2,7 +2,8 @@
 import type * as grpc from '@grpc/grpc-js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startSimulatedEngine, type RunningEngine } from '../../../src/engine/index.js';
-import { engineClient, generate, healthClient, startGenerate, tokens, unary, waitFor } from '../../support/vllm-client.js';
+import { engineClient, generate, healthClient, startGenerate, tokens, unary } from '../../support/vllm-client.js';
+import { waitFor } from '../../support/wait.js';
 
 let engine: RunningEngine;
 let client: grpc.Client;
@@ -88,11 +89,11 @@ describe('management RPCs', () => {
       expect(await unary(c, 'GetServerInfo')).toMatchObject({ active_requests: 0 });
       const calls = [1, 2, 3].map((i) => startGenerate(c, { request_id: `s${i}`, text: 'hello there', sampling_params: { max_tokens: 1000 }, stream: true }));
       for (const call of calls) call.on('error', () => {});
-      await waitFor(async () => (await unary<{ active_requests: number }>(c, 'GetServerInfo')).active_requests === 3, 5000, 'three active');
+      await waitFor(async () => (await unary<{ active_requests: number }>(c, 'GetServerInfo')).active_requests === 3, 'three active', 5000);
       calls[0]!.cancel();
-      await waitFor(async () => (await unary<{ active_requests: number }>(c, 'GetServerInfo')).active_requests === 2, 5000, 'two active');
+      await waitFor(async () => (await unary<{ active_requests: number }>(c, 'GetServerInfo')).active_requests === 2, 'two active', 5000);
       for (const call of calls) call.cancel();
-      await waitFor(async () => (await unary<{ active_requests: number }>(c, 'GetServerInfo')).active_requests === 0, 5000, 'none active');
+      await waitFor(async () => (await unary<{ active_requests: number }>(c, 'GetServerInfo')).active_requests === 0, 'none active', 5000);
     } finally {
       c.close();
       await slow.close();
@@ -106,7 +107,7 @@ describe('shutdown', () => {
     const c = engineClient(e.address);
     try {
       const pending = generate(c, { request_id: 'z', text: 'long one', sampling_params: { max_tokens: 1000 } });
-      await waitFor(() => e.stats().running === 1, 2000, 'running');
+      await waitFor(() => e.stats().running === 1, 'running', 5000);
       const started = Date.now();
       await e.close();
       expect(Date.now() - started).toBeLessThan(1500);

@@ -2,7 +2,8 @@
 import type * as grpc from '@grpc/grpc-js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startSimulatedEngine, type RunningEngine } from '../../../src/engine/index.js';
-import { engineClient, generate, metricValue, startGenerate, tokens, waitFor } from '../../support/vllm-client.js';
+import { engineClient, generate, metricValue, startGenerate, tokens } from '../../support/vllm-client.js';
+import { waitFor } from '../../support/wait.js';
 
 const metrics = async (engine: RunningEngine): Promise<string> => (await fetch(engine.metricsUrl)).text();
 
@@ -32,7 +33,7 @@ describe('KV cache with 100 blocks of 16 tokens', () => {
       calls.push(call);
     }
     // Admission happens at step boundaries; the first prefill step is about 10 ms.
-    await waitFor(() => engine.stats().running === 3 && engine.stats().waiting === 1, 5000, 'three running, one waiting');
+    await waitFor(() => engine.stats().running === 3 && engine.stats().waiting === 1, 'three running, one waiting', 5000);
     const stats = engine.stats();
     expect(stats).toMatchObject({ running: 3, waiting: 1, totalBlocks: 100 });
     // 480 prompt tokens = 30 blocks each, plus one block once a sequence crosses 480 tokens.
@@ -52,12 +53,12 @@ describe('KV cache with 100 blocks of 16 tokens', () => {
     const before = engine.stats().usedBlocks;
     calls[0]!.cancel();
     // 30 or 31 blocks come back at once, mid-step; 60 are still not free, so kv3 keeps waiting.
-    await waitFor(() => engine.stats().usedBlocks <= before - 30, 1000, 'blocks freed');
+    await waitFor(() => engine.stats().usedBlocks <= before - 30, 'blocks freed', 5000);
     expect(before - engine.stats().usedBlocks).toBeLessThanOrEqual(31);
     expect(engine.stats()).toMatchObject({ running: 2, waiting: 1 });
     calls[1]!.cancel();
     // Now about 69 are free: the waiting request is admitted at the next step boundary.
-    await waitFor(() => engine.stats().waiting === 0 && engine.stats().running === 2, 1000, 'waiting admitted');
+    await waitFor(() => engine.stats().waiting === 0 && engine.stats().running === 2, 'waiting admitted', 5000);
     expect(engine.stats().usedBlocks).toBeGreaterThanOrEqual(90);
   });
 });
@@ -95,6 +96,6 @@ describe('bad requests and deadlines', () => {
     const out = await generate(client, { request_id: 'd', text: 'slow one', sampling_params: { max_tokens: 150 }, stream: true }, { deadline: Date.now() + 150 });
     expect(out.code).toBe(4);
     expect(Date.now() - started).toBeLessThan(1000);
-    await waitFor(() => engine.stats().usedBlocks === 0 && engine.stats().running === 0, 1000, 'blocks freed');
+    await waitFor(() => engine.stats().usedBlocks === 0 && engine.stats().running === 0, 'blocks freed', 5000);
   });
 });

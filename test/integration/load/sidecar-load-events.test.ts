@@ -393,8 +393,10 @@ describe('sidecar load events end to end (real sidecar, nats-server, simulated e
     await sleep(700);
     const after = got.slice(calmIndex);
     expect(after.length).toBeGreaterThanOrEqual(3); // heartbeats went on
-    for (const r of after) expect(r.event).toMatchObject({ overloaded: false, engine_request: 0, request_queue: 0 });
-    expect((await loadState(s)).ranks[0]).toMatchObject({ overloaded: false, engine_request: 0, request_queue: 0 });
+    // ... and the accounting of the calls admitted from the queue was closed too.
+    const idleState = { overloaded: false, engine_request: 0, request_queue: 0, active_prefill_tokens: 0, active_decode_blocks: 0 };
+    for (const r of after) expect(r.event).toMatchObject(idleState);
+    expect((await loadState(s)).ranks[0]).toMatchObject(idleState);
   });
 
   it('publishes at once on a rejection, long before the next heartbeat', async () => {

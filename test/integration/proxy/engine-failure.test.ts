@@ -56,20 +56,22 @@ describe('engine failures', () => {
   });
 
   it('ends in-flight calls with UNAVAILABLE when the engine is killed mid-stream, and frees their slots', async () => {
+    const receivedSoFar = [0, 0, 0];
     const streams = Array.from(
       { length: 3 },
-      () =>
+      (_, i) =>
         new Promise<{ received: number; status: grpc.StatusObject }>((resolve) => {
           // A stream that will not finish on its own: 50k messages of 64 KiB, read slowly.
           const call = (client.Flood as (r: object) => grpc.ClientReadableStream<unknown>)({ count: 50_000, reply_bytes: 65_536 });
           let received = 0;
-          call.on('data', () => received++);
+          call.on('data', () => (receivedSoFar[i] = ++received));
           call.on('error', () => {});
           call.on('status', (status: grpc.StatusObject) => resolve({ received, status }));
         }),
     );
     const held = unary(client, 'Hold', { tag: 'held-at-kill' });
     await waitFor(async () => (await sidecar.metric('dynamo_engine_request')) === 4, 'four calls in the engine');
+    await waitFor(() => receivedSoFar.every((n) => n > 0), 'every stream to be mid-flight');
     await engine!.kill();
     const outcomes = await Promise.all(streams);
     for (const { received, status } of outcomes) {
