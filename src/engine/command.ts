@@ -3,12 +3,13 @@
  * Prints one line with its addresses once both servers listen, e.g.
  *   simulated engine ready grpc=127.0.0.1:50051 metrics=http://127.0.0.1:9400/metrics model=simulated-model
  */
+import { ConfigError } from '../config/config-error.js';
 import type { Command } from 'commander';
 import type { CommandIo } from '../cli/command-io.js';
 import { applyUsageExit, processIo, USAGE_EXIT_CODE, waitForSignal } from '../cli/command-io.js';
 import { startSimulatedEngine } from './index.js';
 import type { EngineCliValues, EngineOptions } from './options.js';
-import { DEFAULT_ENGINE_OPTIONS as D, ENGINE_FLAGS, EngineOptionsErrors, engineOptionsFromCli } from './options.js';
+import { DEFAULT_ENGINE_OPTIONS as D, ENGINE_FLAGS, engineOptionsFromCli } from './options.js';
 
 const HELP: Readonly<Record<keyof EngineOptions, string>> = {
   numGpuBlocks: 'KV cache size in blocks (vllm:cache_config_info num_gpu_blocks)',
@@ -47,7 +48,7 @@ export function registerEngineCommand(program: Command, io: CommandIo = processI
       for (const key of Object.keys(ENGINE_FLAGS) as (keyof EngineOptions)[]) values[key] = raw[key];
       options = engineOptionsFromCli(values);
     } catch (error) {
-      if (!(error instanceof EngineOptionsErrors)) throw error;
+      if (!(error instanceof ConfigError)) throw error;
       io.stderr.write(`error: ${error.message}\n`);
       io.exit(USAGE_EXIT_CODE);
       return;

@@ -3,6 +3,7 @@
  * continuous-batching scheduler with a paged KV cache, and a Prometheus endpoint with vLLM's
  * metric names. Used as the upstream in tests and benchmarks and by `dynamo-sidecar engine`.
  */
+import { formatHostPort } from '../config/host-port.js';
 import { createEngineRegistry, startMetricsServer } from './engine-metrics.js';
 import { EngineServer } from './engine-server.js';
 import type { EngineOptions } from './options.js';
@@ -13,8 +14,6 @@ export type { EngineOptions, EngineCliValues } from './options.js';
 export {
   DEFAULT_ENGINE_OPTIONS,
   ENGINE_FLAGS,
-  EngineOptionsError,
-  EngineOptionsErrors,
   engineOptionsFromCli,
   resolveEngineOptions,
 } from './options.js';
@@ -40,12 +39,7 @@ export interface RunningEngine {
   close(): Promise<void>;
 }
 
-/** IPv6 literals need brackets in "host:port" and in URLs. */
-function hostPort(host: string, port: number): string {
-  return host.includes(':') ? `[${host}]:${port}` : `${host}:${port}`;
-}
-
-/** Validates options (throws EngineOptionsErrors) and starts both servers. */
+/** Validates options (throws ConfigError) and starts both servers. */
 export async function startSimulatedEngine(overrides: Partial<EngineOptions> = {}): Promise<RunningEngine> {
   const options = resolveEngineOptions(overrides);
   const scheduler = new Scheduler(options);
@@ -71,8 +65,8 @@ export async function startSimulatedEngine(overrides: Partial<EngineOptions> = {
   return {
     grpcPort,
     metricsPort: metrics.port,
-    address: hostPort(options.host, grpcPort),
-    metricsUrl: `http://${hostPort(options.host, metrics.port)}/metrics`,
+    address: formatHostPort({ host: options.host, port: grpcPort }),
+    metricsUrl: `http://${formatHostPort({ host: options.host, port: metrics.port })}/metrics`,
     options,
     stats() {
       const s = scheduler.stats();

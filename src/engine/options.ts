@@ -2,6 +2,7 @@
  * Options of the simulated engine: one typed, frozen object, built from defaults plus
  * overrides and validated as a whole so that every problem is reported, not just the first.
  */
+import { ConfigError, OptionError } from '../config/config-error.js';
 export interface EngineOptions {
   /** KV cache size in blocks (vLLM's num_gpu_blocks). */
   readonly numGpuBlocks: number;
@@ -49,29 +50,6 @@ export const DEFAULT_ENGINE_OPTIONS: EngineOptions = Object.freeze({
   port: 0,
   metricsPort: 0,
 });
-
-/** A bad option value; `flag` names the CLI flag so the message points at what to fix. */
-export class EngineOptionsError extends Error {
-  override readonly name = 'EngineOptionsError';
-  readonly code = 'ERR_ENGINE_OPTIONS';
-
-  constructor(
-    readonly flag: string,
-    message: string,
-  ) {
-    super(`${flag}: ${message}`);
-  }
-}
-
-/** Every problem found, in flag order; thrown by {@link resolveEngineOptions} when non-empty. */
-export class EngineOptionsErrors extends Error {
-  override readonly name = 'EngineOptionsErrors';
-  readonly code = 'ERR_ENGINE_OPTIONS';
-
-  constructor(readonly errors: readonly EngineOptionsError[]) {
-    super(errors.map((e) => e.message).join('; '));
-  }
-}
 
 type NumericKey = { [K in keyof EngineOptions]: EngineOptions[K] extends number ? K : never }[keyof EngineOptions];
 
@@ -124,7 +102,7 @@ function describe(rule: NumberRule): string {
   return `must be ${kind} ${low} and <= ${rule.max}`;
 }
 
-function checkNumber(key: NumericKey, value: unknown): EngineOptionsError | undefined {
+function checkNumber(key: NumericKey, value: unknown): OptionError | undefined {
   const rule = RULES[key];
   const ok =
     typeof value === 'number' &&
@@ -132,34 +110,34 @@ function checkNumber(key: NumericKey, value: unknown): EngineOptionsError | unde
     (!rule.integer || Number.isInteger(value)) &&
     (rule.minExclusive ? value > rule.min : value >= rule.min) &&
     value <= rule.max;
-  return ok ? undefined : new EngineOptionsError(ENGINE_FLAGS[key], `${describe(rule)}, got ${JSON.stringify(value)}`);
+  return ok ? undefined : new OptionError(ENGINE_FLAGS[key], `${describe(rule)}, got ${JSON.stringify(value)}`);
 }
 
-/** Merges overrides over the defaults and validates; throws {@link EngineOptionsErrors}. */
+/** Merges overrides over the defaults and validates; throws {@link ConfigError}. */
 export function resolveEngineOptions(overrides: Partial<EngineOptions> = {}): EngineOptions {
   const merged: EngineOptions = { ...DEFAULT_ENGINE_OPTIONS };
   for (const [key, value] of Object.entries(overrides)) {
     if (value !== undefined) (merged as unknown as Record<string, unknown>)[key] = value;
   }
-  const errors: EngineOptionsError[] = [];
+  const errors: OptionError[] = [];
   for (const key of Object.keys(RULES) as NumericKey[]) {
     const error = checkNumber(key, merged[key]);
     if (error) errors.push(error);
   }
   for (const key of ['modelName', 'host'] as const) {
     if (typeof merged[key] !== 'string' || merged[key].trim() === '') {
-      errors.push(new EngineOptionsError(ENGINE_FLAGS[key], `must be a non-empty string, got ${JSON.stringify(merged[key])}`));
+      errors.push(new OptionError(ENGINE_FLAGS[key], `must be a non-empty string, got ${JSON.stringify(merged[key])}`));
     }
   }
   if (errors.length === 0 && merged.maxModelLen > merged.numGpuBlocks * merged.blockSize) {
     errors.push(
-      new EngineOptionsError(
+      new OptionError(
         ENGINE_FLAGS.maxModelLen,
         `must not exceed the KV cache (${merged.numGpuBlocks} blocks * ${merged.blockSize} = ${merged.numGpuBlocks * merged.blockSize} tokens), got ${merged.maxModelLen}`,
       ),
     );
   }
-  if (errors.length > 0) throw new EngineOptionsErrors(errors);
+  if (errors.length > 0) throw ConfigError.of(errors);
   return Object.freeze(merged);
 }
 
@@ -173,11 +151,11 @@ export type EngineCliValues = Partial<Record<keyof EngineOptions, string>>;
 
 /**
  * Parses CLI strings strictly (Number("") and "1e3abc" are rejected, unlike parseInt), then
- * validates. Throws {@link EngineOptionsErrors} listing every bad flag.
+ * validates. Throws {@link ConfigError} listing every bad flag.
  */
 export function engineOptionsFromCli(values: EngineCliValues): EngineOptions {
   const overrides: Record<string, unknown> = {};
-  const errors: EngineOptionsError[] = [];
+  const errors: OptionError[] = [];
   for (const [key, raw] of Object.entries(values) as [keyof EngineOptions, string | undefined][]) {
     if (raw === undefined) continue;
     if (key === 'modelName' || key === 'host') {
@@ -187,7 +165,7 @@ export function engineOptionsFromCli(values: EngineCliValues): EngineOptions {
     const trimmed = raw.trim();
     const value = trimmed === '' ? Number.NaN : Number(trimmed);
     if (Number.isNaN(value)) {
-      errors.push(new EngineOptionsError(ENGINE_FLAGS[key], `${describe(RULES[key as NumericKey])}, got '${raw}'`));
+      errors.push(new OptionError(ENGINE_FLAGS[key], `${describe(RULES[key as NumericKey])}, got '${raw}'`));
       continue;
     }
     overrides[key] = value;
@@ -197,9 +175,9 @@ export function engineOptionsFromCli(values: EngineCliValues): EngineOptions {
   try {
     options = resolveEngineOptions(overrides as Partial<EngineOptions>);
   } catch (error) {
-    if (!(error instanceof EngineOptionsErrors)) throw error;
+    if (!(error instanceof ConfigError)) throw error;
     errors.push(...error.errors);
   }
-  if (errors.length > 0 || options === undefined) throw new EngineOptionsErrors(errors);
+  if (errors.length > 0 || options === undefined) throw ConfigError.of(errors);
   return options;
 }

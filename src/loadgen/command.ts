@@ -5,10 +5,11 @@
  * Exit codes: 0 when at least one request completed (or nothing was sent), 1 when every
  * attempt failed, 2 for invalid flags. SIGINT/SIGTERM stop early and still print the summary.
  */
+import { ConfigError } from '../config/config-error.js';
 import type { Command } from 'commander';
 import type { CommandIo } from '../cli/command-io.js';
 import { applyUsageExit, onFirstSignal, processIo, USAGE_EXIT_CODE } from '../cli/command-io.js';
-import { DEFAULT_LOAD_OPTIONS as D, LoadOptionsErrors, loadOptionsFromCli, type LoadCliValues, type LoadOptions } from './options.js';
+import { DEFAULT_LOAD_OPTIONS as D, loadOptionsFromCli, type LoadCliValues, type LoadOptions } from './options.js';
 import { formatProgress, formatSummary } from './report.js';
 import { runLoad } from './run.js';
 
@@ -43,7 +44,7 @@ export function registerLoadCommand(program: Command, io: LoadCommandIo = { ...p
     try {
       options = loadOptionsFromCli(raw);
     } catch (error) {
-      if (!(error instanceof LoadOptionsErrors)) throw error;
+      if (!(error instanceof ConfigError)) throw error;
       io.stderr.write(`error: ${error.message}\n`);
       io.exit(USAGE_EXIT_CODE);
       return;

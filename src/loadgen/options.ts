@@ -2,6 +2,8 @@
  * Options of the load client: typed, frozen, validated as a whole. CLI strings go through
  * {@link loadOptionsFromCli}; library callers pass numbers to {@link resolveLoadOptions}.
  */
+import { ConfigError, OptionError } from '../config/config-error.js';
+import { parseHostPort } from '../config/host-port.js';
 export interface IntRange {
   readonly min: number;
   readonly max: number;
@@ -59,42 +61,19 @@ export const DEFAULT_DURATION_S = 10;
 /** Used when neither a concurrency nor a rate is given. */
 export const DEFAULT_CONCURRENCY = 1;
 
-export class LoadOptionsError extends Error {
-  override readonly name = 'LoadOptionsError';
-  readonly code = 'ERR_LOAD_OPTIONS';
-
-  constructor(
-    readonly flag: string,
-    message: string,
-  ) {
-    super(`${flag}: ${message}`);
-  }
-}
-
-export class LoadOptionsErrors extends Error {
-  override readonly name = 'LoadOptionsErrors';
-  readonly code = 'ERR_LOAD_OPTIONS';
-
-  constructor(readonly errors: readonly LoadOptionsError[]) {
-    super(errors.map((e) => e.message).join('; '));
-  }
-}
-
 const isInt = (v: unknown, min: number, max = Number.MAX_SAFE_INTEGER): v is number =>
   typeof v === 'number' && Number.isInteger(v) && v >= min && v <= max;
 const isPositive = (v: unknown): v is number => typeof v === 'number' && Number.isFinite(v) && v > 0;
-const TARGET_RE = /^(\[[0-9a-fA-F:.]+\]|[A-Za-z0-9._-]+):(\d{1,5})$/;
 
 export function resolveLoadOptions(input: Partial<LoadOptions> & { target: string }): LoadOptions {
   const o = { ...DEFAULT_LOAD_OPTIONS, ...Object.fromEntries(Object.entries(input).filter(([, v]) => v !== undefined)) } as LoadOptions;
-  const errors: LoadOptionsError[] = [];
+  const errors: OptionError[] = [];
   const bad = (flag: string, message: string, got: unknown): void => {
-    errors.push(new LoadOptionsError(flag, `${message}, got ${JSON.stringify(got)}`));
+    errors.push(new OptionError(flag, `${message}, got ${JSON.stringify(got)}`));
   };
-  const port = TARGET_RE.exec(String(o.target))?.[2];
-  if (port === undefined || Number(port) < 1 || Number(port) > 65_535) bad('--target', 'must be HOST:PORT', o.target);
+  if (typeof parseHostPort(String(o.target), false) === 'string') bad('--target', 'must be HOST:PORT', o.target);
   if (o.concurrency !== undefined && o.rate !== undefined) {
-    errors.push(new LoadOptionsError('--rate', 'cannot be combined with --concurrency: choose a closed (concurrency) or open (rate) loop'));
+    errors.push(new OptionError('--rate', 'cannot be combined with --concurrency: choose a closed (concurrency) or open (rate) loop'));
   }
   if (o.concurrency !== undefined && !isInt(o.concurrency, 1, 100_000)) bad('--concurrency', 'must be an integer from 1 to 100000', o.concurrency);
   if (o.rate !== undefined && !(isPositive(o.rate) && o.rate <= 1e6)) bad('--rate', 'must be a number > 0 and <= 1000000', o.rate);
@@ -115,7 +94,7 @@ export function resolveLoadOptions(input: Partial<LoadOptions> & { target: strin
   if (!isPositive(o.retryBaseMs) || !isPositive(o.retryMaxMs) || o.retryMaxMs < o.retryBaseMs) bad('retryBaseMs', 'must be > 0 and <= retryMaxMs', o.retryBaseMs);
   if (typeof o.graceS !== 'number' || !(o.graceS >= 0)) bad('--grace-s', 'must be a number >= 0', o.graceS);
   if (!isPositive(o.progressIntervalMs)) bad('progressIntervalMs', 'must be > 0', o.progressIntervalMs);
-  if (errors.length > 0) throw new LoadOptionsErrors(errors);
+  if (errors.length > 0) throw ConfigError.of(errors);
   const both = o.durationS === undefined && o.count === undefined;
   return Object.freeze({
     ...o,
@@ -159,16 +138,16 @@ const NUMBER_FLAGS = {
   graceS: '--grace-s',
 } as const;
 
-/** Strict parse of CLI strings, then {@link resolveLoadOptions}; throws LoadOptionsErrors naming every bad flag. */
+/** Strict parse of CLI strings, then {@link resolveLoadOptions}; throws ConfigError naming every bad flag. */
 export function loadOptionsFromCli(values: LoadCliValues): LoadOptions {
-  const errors: LoadOptionsError[] = [];
+  const errors: OptionError[] = [];
   const out: Record<string, unknown> = { arrival: values.arrival, stream: values.stream };
-  if (values.target === undefined) errors.push(new LoadOptionsError('--target', 'is required (HOST:PORT of the engine or sidecar)'));
+  if (values.target === undefined) errors.push(new OptionError('--target', 'is required (HOST:PORT of the engine or sidecar)'));
   for (const [key, flag] of Object.entries(NUMBER_FLAGS)) {
     const raw = values[key as keyof typeof NUMBER_FLAGS];
     if (raw === undefined) continue;
     const value = raw.trim() === '' ? Number.NaN : Number(raw);
-    if (Number.isNaN(value)) errors.push(new LoadOptionsError(flag, `must be a number, got '${raw}'`));
+    if (Number.isNaN(value)) errors.push(new OptionError(flag, `must be a number, got '${raw}'`));
     else out[key] = value;
   }
   for (const [key, flag] of [
@@ -178,17 +157,17 @@ export function loadOptionsFromCli(values: LoadCliValues): LoadOptions {
     const raw = values[key];
     if (raw === undefined) continue;
     const range = parseIntRange(raw);
-    if (range === undefined) errors.push(new LoadOptionsError(flag, `must be an integer N or a range MIN-MAX, got '${raw}'`));
+    if (range === undefined) errors.push(new OptionError(flag, `must be an integer N or a range MIN-MAX, got '${raw}'`));
     else out[key] = range;
   }
   let options: LoadOptions | undefined;
   try {
     options = resolveLoadOptions({ ...(out as Partial<LoadOptions>), target: values.target ?? '' });
   } catch (error) {
-    if (!(error instanceof LoadOptionsErrors)) throw error;
+    if (!(error instanceof ConfigError)) throw error;
     // A missing target is already reported above; do not report it twice.
     errors.push(...error.errors.filter((e) => !(values.target === undefined && e.flag === '--target')));
   }
-  if (errors.length > 0 || options === undefined) throw new LoadOptionsErrors(errors);
+  if (errors.length > 0 || options === undefined) throw ConfigError.of(errors);
   return options;
 }

@@ -106,13 +106,10 @@ export class ProxiedCall {
     upstream.on('trailers', (trailers) => (this.upstreamTrailers = trailers));
     upstream.on('error', (err) => (this.upstreamError = err));
     upstream.on('close', () => this.onUpstreamClose());
-    this.tap = this.ctx.observer?.dispatched(headers);
-    if (this.tap) {
-      const tap = this.tap;
-      this.downstream.on('data', (chunk: Buffer) => tap.request(chunk));
-      upstream.on('data', (chunk: Buffer) => tap.response(chunk));
-    }
     this.downstream.pipe(upstream);
+    // Load accounting watches the bytes after pipe() has forwarded them (listeners run in order).
+    const tap = (this.tap = this.ctx.observer?.dispatched(headers));
+    if (tap) this.downstream.on('data', (chunk: Buffer) => tap.request(chunk));
   }
 
   private onResponse(responseHeaders: IncomingHttpHeaders, flags: number): void {
@@ -127,6 +124,8 @@ export class ProxiedCall {
     this.downstream.once('wantTrailers', () => this.sendTrailers());
     // end: false because a reset upstream also 'end's; onUpstreamClose decides how the client's side ends.
     upstream.pipe(this.downstream, { end: false });
+    const tap = this.tap;
+    if (tap) upstream.on('data', (chunk: Buffer) => tap.response(chunk));
   }
 
   private sendTrailers(): void {

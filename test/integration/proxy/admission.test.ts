@@ -8,7 +8,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { testEngineClient, unary, type TestEngineClient, type UnaryOutcome } from '../../support/grpc-client.js';
 import { startSidecarProcess, type SidecarProcess } from '../../support/sidecar-process.js';
 import { startTestEngine, type EchoReply, type TestEngine } from '../../support/test-engine.js';
-import { mulberry32 } from '../../support/random.js';
+import { mulberry32 } from '../../../src/engine/prng.js';
 import { waitFor } from '../../support/wait.js';
 
 const OVERLOADED = 'Server overloaded: worker at capacity';

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { AdmissionGate, type Permit, type QueueTicket } from '../../../src/admission/gate.js';
-import { mulberry32 } from '../../support/random.js';
+import { mulberry32 } from '../../../src/engine/prng.js';
 
 describe('AdmissionGate', () => {
   it('admits while a slot is free, queues Q more, rejects beyond', () => {

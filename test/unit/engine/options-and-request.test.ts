@@ -1,6 +1,7 @@
 // Engine option validation and Generate request validation, without a server.
 import { describe, expect, it } from 'vitest';
-import { DEFAULT_ENGINE_OPTIONS, EngineOptionsErrors, engineOptionsFromCli, resolveEngineOptions } from '../../../src/engine/options.js';
+import { DEFAULT_ENGINE_OPTIONS, engineOptionsFromCli, resolveEngineOptions } from '../../../src/engine/options.js';
+import { ConfigError } from '../../../src/config/config-error.js';
 import { InvalidRequestError, parseGenerateRequest } from '../../../src/engine/request.js';
 import { tokenize } from '../../../src/engine/tokenizer.js';
 
@@ -16,8 +17,8 @@ describe('engine options', () => {
       engineOptionsFromCli({ numGpuBlocks: 'many', blockSize: '0', earlyStopProb: '1.5', port: '70000' });
       expect.unreachable();
     } catch (error) {
-      expect(error).toBeInstanceOf(EngineOptionsErrors);
-      expect((error as EngineOptionsErrors).errors.map((e) => e.flag)).toEqual(['--num-gpu-blocks', '--block-size', '--early-stop-prob', '--port']);
+      expect(error).toBeInstanceOf(ConfigError);
+      expect((error as ConfigError).errors.map((e) => e.flag)).toEqual(['--num-gpu-blocks', '--block-size', '--early-stop-prob', '--port']);
       expect((error as Error).message).toContain("--num-gpu-blocks: must be an integer >= 1 and <= 100000000, got 'many'");
     }
   });

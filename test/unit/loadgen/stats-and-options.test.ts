@@ -1,8 +1,9 @@
 // Pure parts of the load client: percentiles, the count invariant, option parsing, retry timing.
+import { ConfigError } from '../../../src/config/config-error.js';
 import { Metadata } from '@grpc/grpc-js';
 import { describe, expect, it } from 'vitest';
 import { GrpcStatus } from '../../../src/grpc/status.js';
-import { loadOptionsFromCli, LoadOptionsErrors, parseIntRange, resolveLoadOptions } from '../../../src/loadgen/options.js';
+import { loadOptionsFromCli, parseIntRange, resolveLoadOptions } from '../../../src/loadgen/options.js';
 import { readPushback, retryDelayMs } from '../../../src/loadgen/retry.js';
 import { LoadRecorder, percentile } from '../../../src/loadgen/stats.js';
 
@@ -52,11 +53,11 @@ describe('load options', () => {
 
   it('names every bad flag at once', () => {
     const attempt = () => loadOptionsFromCli({ target: 'nohost', concurrency: '0', maxTokens: '9-3', retry: 'x' });
-    expect(attempt).toThrow(LoadOptionsErrors);
+    expect(attempt).toThrow(ConfigError);
     try {
       attempt();
     } catch (error) {
-      const flags = (error as LoadOptionsErrors).errors.map((e) => e.flag).sort();
+      const flags = (error as ConfigError).errors.map((e) => e.flag).sort();
       expect(flags).toEqual(['--concurrency', '--max-tokens', '--retry', '--target']);
     }
   });
