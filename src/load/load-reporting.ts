@@ -16,8 +16,6 @@ import { LoadTracker, type LoadEvent } from './load-tracker.js';
 import { LoadPublisher, defaultWorkerId, loadSubject } from './publisher.js';
 import { TrafficAccounting } from './traffic-accounting.js';
 
-const SCRAPE_TIMEOUT_FLOOR_MS = 1000;
-
 export interface LoadReportingDeps {
   readonly config: LoadConfig;
   readonly gate: AdmissionGate;
@@ -58,8 +56,6 @@ export class LoadReporting {
       const scraper: EngineScraper = new EngineScraper({
         url: metricsUrl,
         intervalMs: config.scrapeIntervalMs,
-        // Short intervals must not turn a busy engine's slow answer into "stale"; scrapes never overlap.
-        timeoutMs: Math.max(SCRAPE_TIMEOUT_FLOOR_MS, config.scrapeIntervalMs * 0.8),
         format: config.engineMetricsFormat,
         logger: logger.child({ component: 'engine-scrape' }),
         onUpdate: () => this.tracker.applyScrape(scraper.ranks, scraper.stale),

@@ -119,7 +119,18 @@ describe('EngineScraper', () => {
     expect(s.errors).toBe(0);
   });
 
-  it('refuses a timeout that is not below the interval', () => {
-    expect(() => new EngineScraper({ url, intervalMs: 100, timeoutMs: 100, logger: recordingLogger().logger })).toThrow(RangeError);
+  it('waits for a slow scrape longer than the interval without starting a second one', async () => {
+    mode = 'hang';
+    maxConcurrent = 0;
+    const s = new EngineScraper({ url, intervalMs: 30, timeoutMs: 200, logger: recordingLogger().logger });
+    s.start();
+    try {
+      await until(() => s.errors >= 2);
+      expect(s.lastError).toMatch(/timed out after 200 ms/);
+      expect(maxConcurrent).toBe(1);
+    } finally {
+      s.stop();
+      mode = 'ok';
+    }
   });
 });
