@@ -12,7 +12,7 @@
  * 127.0.0.1 with OS-picked ports and stopped before exit.
  */
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { loadavg, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { planCpus } from './lib/affinity.js';
@@ -107,6 +107,7 @@ async function main(): Promise<number> {
 
   const output = [
     `dynamo-sidecar benchmark: ${machine.cores} cores, ${machine.cpuModel}, node ${machine.node}, haproxy ${machine.versions['haproxy']}, nginx ${machine.versions['nginx']}, h2load ${machine.versions['h2load']}`,
+    `load average at start ${machine.loadAverageAtStart.join(' ')}, at end ${loadavg().map((l) => l.toFixed(2)).join(' ')} (other work on the machine skews absolute figures; interleaving keeps ratios fair)`,
     `CPU placement: ${plan.description}; rounds per scenario: ${options.rounds} (targets interleaved A B C D per round)${options.quick ? '; QUICK smoke configuration' : ''}`,
     '',
     ...results.map((r) => `${renderScenario(r)}\n`),
@@ -120,7 +121,7 @@ async function main(): Promise<number> {
     schema: 'dynamo-sidecar-bench/1',
     startedAt: new Date(started).toISOString(),
     durationS: (Date.now() - started) / 1000,
-    machine,
+    machine: { ...machine, loadAverageAtEnd: loadavg().map((l) => Math.round(l * 100) / 100) },
     options: { ...options, out: undefined },
     scenarios: results,
     goals,

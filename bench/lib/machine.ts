@@ -1,7 +1,7 @@
 /** Facts about the machine and tool versions, recorded with every result. */
 import { execFileSync, spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
-import { availableParallelism, cpus, release, totalmem } from 'node:os';
+import { availableParallelism, cpus, loadavg, release, totalmem } from 'node:os';
 import type { CpuPlan } from './affinity.js';
 
 function tool(cmd: string, args: string[], re: RegExp): string | null {
@@ -39,6 +39,8 @@ export interface MachineInfo {
   versions: Record<string, string | null>;
   affinity: string;
   gitCommit: string | null;
+  /** 1/5/15-minute load averages when the run started: other work on the machine shows here. */
+  loadAverageAtStart: number[];
 }
 
 export function machineInfo(plan: CpuPlan): MachineInfo {
@@ -62,5 +64,6 @@ export function machineInfo(plan: CpuPlan): MachineInfo {
     },
     affinity: plan.description,
     gitCommit: tool('git', ['rev-parse', '--short', 'HEAD'], /^(\w+)/),
+    loadAverageAtStart: loadavg().map((l) => Math.round(l * 100) / 100),
   };
 }

@@ -108,7 +108,8 @@ export function spawnProcess(name: string, command: string, args: readonly strin
 
 /** Kills every process this module started and has not stopped yet (used on errors and exit). */
 export async function stopAll(): Promise<void> {
-  await Promise.all([...live].map((p) => p.stop('SIGKILL', 1000)));
+  // SIGTERM first: a SIGKILLed nginx master would leave its worker behind.
+  await Promise.all([...live].map((p) => p.stop('SIGTERM', 2000)));
 }
 
 /** Runs a command to completion, bounded in time; resolves with its output. */

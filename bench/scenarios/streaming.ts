@@ -78,12 +78,14 @@ export async function runStreaming(ctx: BenchContext): Promise<ScenarioResult> {
   try {
     const runMode = async (name: string, mode: 'flood' | 'paced'): Promise<{ r: StreamClientResult; cpu: number }> => {
       const target = targets.find((t) => t.name === name)!;
+      if (upstream.process.child.exitCode !== null) throw new Error(`upstream exited: ${upstream.process.stderr().slice(-500)}`);
       const meter = new CpuMeter(target.pid);
       const params = streamClientParams(target.port, mode, quick);
       meter.start();
       const r = await runClient<StreamClientResult>('stream-client', params, ctx.plan.client, params['warmupMs']! + params['durationMs']! + 30_000);
       // The meter spans warm-up too: scale CPU to the measured window by wall time.
       const cpu = meter.stop() * (params['durationMs']! / (params['warmupMs']! + params['durationMs']!));
+      if (r.messages === 0) throw new Error(`${mode}: no messages received (${r.callsFailed} failed calls); upstream stderr: ${upstream.process.stderr().slice(-300)}`);
       return { r, cpu };
     };
     await interleave(
@@ -95,7 +97,7 @@ export async function runStreaming(ctx: BenchContext): Promise<ScenarioResult> {
         // Paced first: a flood leaves buffered bytes behind that would colour the latency run.
         const paced = await runMode(name, 'paced');
         const flood = await runMode(name, 'flood');
-        ctx.log(`  streaming ${name}: flood ${flood.r.messagesPerSec.toFixed(0)} msg/s, paced p99 ${paced.r.latencyUs.p99.toFixed(0)} us`);
+        ctx.log(`  streaming ${name}: flood ${flood.r.messagesPerSec} msg/s (${flood.r.messages} msgs, ${flood.r.callsFailed} failed calls), paced ${paced.r.messages} msgs p99 ${paced.r.latencyUs.p99} us`);
         const seconds = flood.r.messages / flood.r.messagesPerSec;
         const cpuUsPerMsg = (flood.cpu * 1e6) / flood.r.messages;
         return {

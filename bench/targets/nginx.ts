@@ -6,6 +6,7 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { userInfo } from 'node:os';
 import { join } from 'node:path';
+import { processTree } from '../lib/proc.js';
 import { freePort, spawnProcess, waitForPort } from '../lib/spawn.js';
 import type { AdmissionSettings, Target } from './target.js';
 
@@ -58,5 +59,17 @@ export async function startNginx(name: string, dir: string, upstreamPort: number
   await waitForPort(port, 10_000, proc).catch((err: Error) => {
     throw new Error(`${err.message}\nnginx stderr: ${proc.stderr()}`);
   });
-  return { name, kind: 'nginx', port, pid: proc.pid, stop: () => proc.stop('SIGQUIT', 5000).then(() => proc.stop('SIGKILL', 1000)) };
+  const stop = async (): Promise<void> => {
+    const tree = processTree(proc.pid);
+    await proc.stop('SIGQUIT', 5000);
+    // Workers outlive a master that had to be killed; end them too (only pids of this tree).
+    for (const pid of tree.slice(1)) {
+      try {
+        process.kill(pid, 'SIGKILL');
+      } catch {
+        // already gone
+      }
+    }
+  };
+  return { name, kind: 'nginx', port, pid: proc.pid, stop };
 }

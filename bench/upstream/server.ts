@@ -78,6 +78,7 @@ function schedulePump(): void {
 }
 
 function streamTokens(stream: ServerHttp2Stream, count: number, intervalMs: number): void {
+  if (stream.destroyed || stream.closed) return; // cancelled before the request finished arriving
   stream.respond(RESPONSE_HEADERS, { waitForTrailers: true });
   stream.once('wantTrailers', () => stream.sendTrailers(OK_TRAILERS));
   if (intervalMs === 0) {
@@ -136,6 +137,8 @@ server.listen(port, '127.0.0.1', () => {
 });
 // Held-call count on request, for the memory scenario's sanity check.
 process.on('SIGUSR2', () => process.stdout.write(`bench-upstream: held ${held}\n`));
+// A benchmark upstream must not die on one odd stream: log and go on (the run checks stderr).
+process.on('uncaughtException', (err) => process.stderr.write(`bench-upstream: ${err.stack ?? err}\n`));
 process.on('SIGTERM', () => {
   server.close();
   process.exit(0);
