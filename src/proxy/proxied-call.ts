@@ -5,8 +5,13 @@
  *   client cancel/reset, deadline, or the engine's connection failing.
  * A queued call that is cancelled or expires leaves the queue at once and is never sent upstream.
  *
- * Bytes are forwarded untouched in both directions with stream.pipe, so HTTP/2 flow control
- * carries back-pressure end to end: a client that stops reading stops the engine's stream.
+ * Bytes are forwarded untouched in both directions; a write that the other side's HTTP/2 flow
+ * control cannot take yet pauses the source until 'drain', so a client that stops reading stops
+ * the engine's stream, and the other way round.
+ *
+ * This is the per-call hot path, so its stream listeners are module-level functions that find
+ * their call through a symbol on the stream, instead of closures allocated for every call, and
+ * forwarding is a plain data/write/drain loop rather than stream.pipe() and its listener set.
  */
 import { constants, type ClientHttp2Session, type ClientHttp2Stream, type IncomingHttpHeaders, type OutgoingHttpHeaders, type ServerHttp2Stream } from 'node:http2';
 import type { Permit, QueueTicket } from '../admission/gate.js';
@@ -18,13 +23,21 @@ import type { CallContext, TrafficTap } from './call-context.js';
 
 const { NGHTTP2_CANCEL, NGHTTP2_NO_ERROR, NGHTTP2_REFUSED_STREAM, NGHTTP2_FLAG_END_STREAM } = constants;
 
+const CALL = Symbol('dynamo-sidecar.call');
+type WithCall<S> = S & { [CALL]: ProxiedCall };
+type Downstream = WithCall<ServerHttp2Stream>;
+type Upstream = WithCall<ClientHttp2Stream>;
+
+const RESPOND_AWAITING_TRAILERS = Object.freeze({ waitForTrailers: true });
+const RESPOND_TRAILERS_ONLY = Object.freeze({ endStream: true });
+
 type Phase = 'queued' | 'upstream' | 'ended';
 
 export class ProxiedCall {
   private phase: Phase = 'queued';
   private permit: Permit | undefined;
   private ticket: QueueTicket | undefined;
-  private upstream: ClientHttp2Stream | undefined;
+  private upstream: Upstream | undefined;
   private upstreamSession: ClientHttp2Session | undefined;
   private timer: NodeJS.Timeout | undefined;
   private upstreamTrailers: IncomingHttpHeaders | undefined;
@@ -33,17 +46,20 @@ export class ProxiedCall {
   private upstreamError: Error | undefined;
   private tap: TrafficTap | undefined;
   private readonly arrivedAt: number;
+  private readonly downstream: Downstream;
 
   constructor(
     private readonly ctx: CallContext,
-    private readonly downstream: ServerHttp2Stream,
+    downstream: ServerHttp2Stream,
     private readonly headers: IncomingHttpHeaders,
     /** Absolute deadline on ctx.now()'s clock, if the client sent grpc-timeout. */
     private readonly deadlineAt: number | undefined,
   ) {
     this.arrivedAt = ctx.now();
-    downstream.on('error', () => {}); // always followed by 'close', handled there
-    downstream.on('close', () => this.onDownstreamClose());
+    this.downstream = downstream as Downstream;
+    this.downstream[CALL] = this;
+    downstream.on('error', ignore); // always followed by 'close', handled there
+    downstream.on('close', onDownstreamClose);
   }
 
   /** Admission: a slot now, a place in the queue, or RESOURCE_EXHAUSTED. */
@@ -87,54 +103,91 @@ export class ProxiedCall {
     }
   }
 
-  /** Upstream: forward headers and bytes both ways. */
+  /** Upstream: forward headers, then bytes both ways. */
   private dispatch(permit: Permit): void {
     this.permit = permit;
     this.phase = 'upstream';
     const headers = this.headers;
     if (this.deadlineAt !== undefined) headers['grpc-timeout'] = formatGrpcTimeout(this.deadlineAt - this.ctx.now());
-    let upstream: ClientHttp2Stream;
+    let upstream: Upstream;
     try {
-      upstream = this.ctx.upstream.request(headers);
+      upstream = this.ctx.upstream.request(headers) as Upstream;
     } catch (err) {
       this.ctx.metrics.upstreamError('connect');
       return this.fail(new CallError('upstream_unavailable', `${this.ctx.upstream.unreachableReason}: ${(err as Error).message}`, { cause: err }));
     }
+    upstream[CALL] = this;
     this.upstream = upstream;
     this.upstreamSession = upstream.session as ClientHttp2Session | undefined;
-    upstream.on('response', (responseHeaders, flags) => this.onResponse(responseHeaders, flags));
-    upstream.on('trailers', (trailers) => (this.upstreamTrailers = trailers));
-    upstream.on('error', (err) => (this.upstreamError = err));
-    upstream.on('close', () => this.onUpstreamClose());
-    this.downstream.pipe(upstream);
-    // Load accounting watches the bytes after pipe() has forwarded them (listeners run in order).
-    const tap = (this.tap = this.ctx.observer?.dispatched(headers));
-    if (tap) this.downstream.on('data', (chunk: Buffer) => tap.request(chunk));
+    upstream.on('response', onUpstreamResponse);
+    upstream.on('trailers', onUpstreamTrailers);
+    upstream.on('error', onUpstreamError);
+    upstream.on('close', onUpstreamClose);
+    upstream.on('drain', onUpstreamDrain);
+    this.tap = this.ctx.observer?.dispatched(headers);
+    const downstream = this.downstream;
+    downstream.on('data', onRequestData);
+    downstream.on('end', onRequestEnd);
   }
 
-  private onResponse(responseHeaders: IncomingHttpHeaders, flags: number): void {
-    if (this.phase !== 'upstream' || this.downstream.destroyed) return;
+  /** Client -> engine; the tap looks only after the bytes are on their way. */
+  requestData(chunk: Buffer): void {
     const upstream = this.upstream!;
+    if (!upstream.write(chunk)) this.downstream.pause();
+    this.tap?.request(chunk);
+  }
+
+  requestEnd(): void {
+    const upstream = this.upstream!;
+    if (!upstream.destroyed) upstream.end();
+  }
+
+  /** Engine -> client. */
+  responseData(chunk: Buffer): void {
+    const downstream = this.downstream;
+    if (!downstream.write(chunk)) this.upstream!.pause();
+    this.tap?.response(chunk);
+  }
+
+  resumeUpstream(): void {
+    this.upstream?.resume();
+  }
+
+  resumeDownstream(): void {
+    this.downstream.resume();
+  }
+
+  onResponse(responseHeaders: IncomingHttpHeaders, flags: number): void {
+    const downstream = this.downstream;
+    if (this.phase !== 'upstream' || downstream.destroyed) return;
     if (flags & NGHTTP2_FLAG_END_STREAM) {
       // Trailers-Only from the engine: pass it on as Trailers-Only.
-      this.downstream.respond(responseHeaders, { endStream: true });
+      downstream.respond(responseHeaders, RESPOND_TRAILERS_ONLY);
       return this.endCall(parseStatus(responseHeaders['grpc-status']));
     }
-    this.downstream.respond(responseHeaders, { waitForTrailers: true });
-    this.downstream.once('wantTrailers', () => this.sendTrailers());
-    // end: false because a reset upstream also 'end's; onUpstreamClose decides how the client's side ends.
-    upstream.pipe(this.downstream, { end: false });
-    const tap = this.tap;
-    if (tap) upstream.on('data', (chunk: Buffer) => tap.response(chunk));
+    downstream.respond(responseHeaders, RESPOND_AWAITING_TRAILERS);
+    downstream.on('wantTrailers', onWantTrailers);
+    downstream.on('drain', onDownstreamDrain);
+    // The client's side is ended in onUpstreamClose, which knows whether the engine ended
+    // with trailers or reset the stream (a reset upstream also emits 'end').
+    this.upstream!.on('data', onResponseData);
   }
 
-  private sendTrailers(): void {
+  setUpstreamTrailers(trailers: IncomingHttpHeaders): void {
+    this.upstreamTrailers = trailers;
+  }
+
+  setUpstreamError(err: Error): void {
+    this.upstreamError = err;
+  }
+
+  sendTrailers(): void {
     const trailers = this.overrideTrailers ?? this.upstreamTrailers!;
     if (!this.downstream.destroyed) this.downstream.sendTrailers(trailers);
     this.endCall(parseStatus(trailers['grpc-status'] as string | undefined));
   }
 
-  private onUpstreamClose(): void {
+  onUpstreamClose(): void {
     if (this.phase !== 'upstream') return;
     const upstream = this.upstream!;
     const { downstream } = this;
@@ -161,7 +214,7 @@ export class ProxiedCall {
     if (!downstream.destroyed) downstream.close(code);
   }
 
-  private onDownstreamClose(): void {
+  onDownstreamClose(): void {
     if (this.phase === 'ended') return;
     if (this.phase === 'queued') {
       if (this.ticket?.cancel()) this.ctx.metrics.cancelledWhileQueued();
@@ -182,7 +235,7 @@ export class ProxiedCall {
     if (this.phase === 'ended') return;
     const upstream = this.upstream;
     if (upstream) {
-      upstream.unpipe(this.downstream);
+      upstream.off('data', onResponseData);
       if (!upstream.destroyed) upstream.close(NGHTTP2_CANCEL);
     }
     if (!this.downstream.headersSent) return this.answer(error);
@@ -203,3 +256,38 @@ export class ProxiedCall {
   }
 }
 
+// Stream listeners, shared by every call; `this` is the stream that emitted the event.
+function ignore(): void {}
+function onDownstreamClose(this: Downstream): void {
+  this[CALL].onDownstreamClose();
+}
+function onRequestData(this: Downstream, chunk: Buffer): void {
+  this[CALL].requestData(chunk);
+}
+function onRequestEnd(this: Downstream): void {
+  this[CALL].requestEnd();
+}
+function onDownstreamDrain(this: Downstream): void {
+  this[CALL].resumeUpstream();
+}
+function onWantTrailers(this: Downstream): void {
+  this[CALL].sendTrailers();
+}
+function onUpstreamResponse(this: Upstream, headers: IncomingHttpHeaders, flags: number): void {
+  this[CALL].onResponse(headers, flags);
+}
+function onUpstreamTrailers(this: Upstream, trailers: IncomingHttpHeaders): void {
+  this[CALL].setUpstreamTrailers(trailers);
+}
+function onUpstreamError(this: Upstream, err: Error): void {
+  this[CALL].setUpstreamError(err);
+}
+function onUpstreamClose(this: Upstream): void {
+  this[CALL].onUpstreamClose();
+}
+function onUpstreamDrain(this: Upstream): void {
+  this[CALL].resumeDownstream();
+}
+function onResponseData(this: Upstream, chunk: Buffer): void {
+  this[CALL].responseData(chunk);
+}

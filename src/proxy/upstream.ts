@@ -28,6 +28,8 @@ const SESSION_OPTIONS: SecureClientSessionOptions = {
   peerMaxConcurrentStreams: 1_000_000,
 };
 
+const REQUEST_OPTIONS = Object.freeze({ endStream: false });
+
 export class UpstreamPool {
   readonly authority: string;
   private session: ClientHttp2Session | undefined;
@@ -90,11 +92,11 @@ export class UpstreamPool {
    */
   request(headers: OutgoingHttpHeaders): ClientHttp2Stream {
     try {
-      return this.ensureSession().request(headers, { endStream: false });
+      return this.ensureSession().request(headers, REQUEST_OPTIONS);
     } catch {
       // GOAWAY received or stream ids exhausted on this session: the next one starts afresh.
       this.dropSession(this.session);
-      return this.ensureSession().request(headers, { endStream: false });
+      return this.ensureSession().request(headers, REQUEST_OPTIONS);
     }
   }
 
