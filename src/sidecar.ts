@@ -14,6 +14,7 @@ import type { LoadEvent } from './load/load-tracker.js';
 import type { Logger } from './log.js';
 import { SidecarMetrics } from './metrics/sidecar-metrics.js';
 import type { CallContext, CallObserver } from './proxy/call-context.js';
+import { overloadResponse } from './proxy/call-error.js';
 import { HealthService } from './proxy/health-service.js';
 import { Ingress } from './proxy/ingress.js';
 import { UpstreamPool } from './proxy/upstream.js';
@@ -90,7 +91,7 @@ export async function startSidecar(config: SidecarConfig, deps: SidecarDeps): Pr
     gate,
     upstream,
     metrics,
-    rejectionHeaders: { 'grpc-retry-pushback-ms': String(config.retryPushbackMs) },
+    rejectionResponse: overloadResponse(config.retryPushbackMs),
     now: () => performance.now(),
     observer,
   };

@@ -13,20 +13,23 @@ export function statusTrailers(status: GrpcStatus, message: string, extra?: Outg
 }
 
 /**
- * A Trailers-Only response: one HEADERS frame with END_STREAM carrying :status 200 and the
- * gRPC status, as grpc-js's `_respondWithError` does. Returns false if the stream can no longer
- * take headers (already answered or gone).
+ * The headers of a Trailers-Only response: :status 200 and the gRPC status in one HEADERS
+ * frame, as grpc-js's `_respondWithError` sends them. Build once where the answer is fixed
+ * (the overload rejection); node copies the object on every respond().
  */
-export function respondTrailersOnly(stream: ServerHttp2Stream, status: GrpcStatus, message: string, extra?: OutgoingHttpHeaders): boolean {
+export function trailersOnlyHeaders(status: GrpcStatus, message: string, extra?: OutgoingHttpHeaders): OutgoingHttpHeaders {
+  return { [HTTP2_HEADER_STATUS]: 200, [HTTP2_HEADER_CONTENT_TYPE]: 'application/grpc', ...statusTrailers(status, message, extra) };
+}
+
+const END_STREAM = Object.freeze({ endStream: true });
+
+/**
+ * Sends a Trailers-Only response (END_STREAM on the HEADERS frame). Returns false if the
+ * stream can no longer take headers (already answered or gone).
+ */
+export function respondTrailersOnly(stream: ServerHttp2Stream, headers: OutgoingHttpHeaders): boolean {
   if (stream.headersSent || stream.destroyed || stream.closed) return false;
-  stream.respond(
-    {
-      [HTTP2_HEADER_STATUS]: 200,
-      [HTTP2_HEADER_CONTENT_TYPE]: 'application/grpc',
-      ...statusTrailers(status, message, extra),
-    },
-    { endStream: true },
-  );
+  stream.respond(headers, END_STREAM);
   // Discard whatever request body is still coming; the answer is already given.
   stream.resume();
   return true;

@@ -26,8 +26,8 @@ export interface CallContext {
   readonly gate: AdmissionGate;
   readonly upstream: UpstreamPool;
   readonly metrics: SidecarMetrics;
-  /** Extra headers on RESOURCE_EXHAUSTED answers (grpc-retry-pushback-ms). */
-  readonly rejectionHeaders: OutgoingHttpHeaders;
+  /** The whole RESOURCE_EXHAUSTED answer, built once (see overloadResponse). */
+  readonly rejectionResponse: OutgoingHttpHeaders;
   /** Monotonic milliseconds (performance.now in production, a fake in tests). */
   readonly now: () => number;
   readonly observer?: CallObserver;

@@ -2,6 +2,8 @@
  * Why the sidecar itself ended a call, and the one table that maps each reason to a gRPC status.
  * Statuses the engine sends pass through untouched; these are only the sidecar's own answers.
  */
+import type { OutgoingHttpHeaders } from 'node:http2';
+import { trailersOnlyHeaders } from '../grpc/respond.js';
 import { GrpcStatus } from '../grpc/status.js';
 
 const STATUS_OF_KIND = {
@@ -22,6 +24,17 @@ const STATUS_OF_KIND = {
 export type CallErrorKind = keyof typeof STATUS_OF_KIND;
 
 export const WORKER_AT_CAPACITY_MESSAGE = 'Server overloaded: worker at capacity';
+
+/**
+ * The Trailers-Only RESOURCE_EXHAUSTED answer with its retry hint. Rejections are the one
+ * answer sent thousands of times a second under overload, so it is built once, without
+ * constructing an Error (and its stack trace) per rejected call.
+ */
+export function overloadResponse(retryPushbackMs: number): OutgoingHttpHeaders {
+  return Object.freeze(
+    trailersOnlyHeaders(STATUS_OF_KIND.worker_at_capacity, WORKER_AT_CAPACITY_MESSAGE, { 'grpc-retry-pushback-ms': String(retryPushbackMs) }),
+  );
+}
 
 export class CallError extends Error {
   override readonly name = 'CallError';

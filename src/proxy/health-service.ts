@@ -8,7 +8,7 @@ import { constants, type IncomingHttpHeaders, type ServerHttp2Stream } from 'nod
 import { loadSync, type MessageTypeDefinition } from '@grpc/proto-loader';
 import { join } from 'node:path';
 import { frameMessage, readSingleMessage } from '../grpc/framing.js';
-import { respondTrailersOnly, statusTrailers } from '../grpc/respond.js';
+import { respondTrailersOnly, statusTrailers, trailersOnlyHeaders } from '../grpc/respond.js';
 import { GrpcStatus } from '../grpc/status.js';
 import { PROTO_DIR } from '../proto-path.js';
 
@@ -45,7 +45,7 @@ export class HealthService {
     stream.on('error', () => {});
     readSingleMessage(stream, MAX_REQUEST_BYTES).then(
       () => (headers[':path'] === HEALTH_WATCH_PATH ? this.watch(stream) : this.check(stream)),
-      (err: Error) => respondTrailersOnly(stream, GrpcStatus.INVALID_ARGUMENT, `health request: ${err.message}`),
+      (err: Error) => respondTrailersOnly(stream, trailersOnlyHeaders(GrpcStatus.INVALID_ARGUMENT, `health request: ${err.message}`)),
     );
   }
 

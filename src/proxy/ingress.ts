@@ -14,7 +14,7 @@ import { createServer, type Http2Server, type Http2Session, type IncomingHttpHea
 import type { AddressInfo } from 'node:net';
 import type { HostPort } from '../config/host-port.js';
 import { parseGrpcTimeout } from '../grpc/deadline.js';
-import { respondTrailersOnly } from '../grpc/respond.js';
+import { respondTrailersOnly, trailersOnlyHeaders } from '../grpc/respond.js';
 import { CallError } from './call-error.js';
 import type { CallContext } from './call-context.js';
 import type { HealthService } from './health-service.js';
@@ -83,7 +83,7 @@ export class Ingress {
 
   private refuse(stream: ServerHttp2Stream, error: CallError): void {
     stream.on('error', () => {});
-    respondTrailersOnly(stream, error.status, error.message);
+    respondTrailersOnly(stream, trailersOnlyHeaders(error.status, error.message));
     this.options.context.metrics.callEnded(error.status);
   }
 

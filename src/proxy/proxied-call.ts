@@ -16,9 +16,9 @@
 import { constants, type ClientHttp2Session, type ClientHttp2Stream, type IncomingHttpHeaders, type OutgoingHttpHeaders, type ServerHttp2Stream } from 'node:http2';
 import type { Permit, QueueTicket } from '../admission/gate.js';
 import { formatGrpcTimeout } from '../grpc/deadline.js';
-import { respondTrailersOnly, statusTrailers } from '../grpc/respond.js';
+import { respondTrailersOnly, statusTrailers, trailersOnlyHeaders } from '../grpc/respond.js';
 import { GrpcStatus, parseStatus } from '../grpc/status.js';
-import { CallError, WORKER_AT_CAPACITY_MESSAGE } from './call-error.js';
+import { CallError } from './call-error.js';
 import type { CallContext, TrafficTap } from './call-context.js';
 
 const { NGHTTP2_CANCEL, NGHTTP2_NO_ERROR, NGHTTP2_REFUSED_STREAM, NGHTTP2_FLAG_END_STREAM } = constants;
@@ -74,7 +74,8 @@ export class ProxiedCall {
     } else {
       this.ctx.metrics.rejected();
       this.ctx.observer?.rejected();
-      this.answer(new CallError('worker_at_capacity', WORKER_AT_CAPACITY_MESSAGE), this.ctx.rejectionHeaders);
+      respondTrailersOnly(this.downstream, this.ctx.rejectionResponse);
+      this.endCall(GrpcStatus.RESOURCE_EXHAUSTED);
     }
   }
 
@@ -225,8 +226,8 @@ export class ProxiedCall {
   }
 
   /** The sidecar's own answer before any response header went out (reject, queue deadline). */
-  private answer(error: CallError, extra?: OutgoingHttpHeaders): void {
-    respondTrailersOnly(this.downstream, error.status, error.message, extra);
+  private answer(error: CallError): void {
+    respondTrailersOnly(this.downstream, trailersOnlyHeaders(error.status, error.message));
     this.endCall(error.status);
   }
 
