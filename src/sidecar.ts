@@ -10,7 +10,6 @@ import { RejectionLog } from './admission/rejection-log.js';
 import type { HostPort } from './config/host-port.js';
 import type { SidecarConfig } from './config/sidecar-config.js';
 import { LoadReporting } from './load/load-reporting.js';
-import type { LoadEvent } from './load/load-tracker.js';
 import type { Logger } from './log.js';
 import { SidecarMetrics } from './metrics/sidecar-metrics.js';
 import type { CallContext, CallObserver } from './proxy/call-context.js';
@@ -37,8 +36,6 @@ export interface RunningSidecar {
   readonly draining: boolean;
   /** NATS subject of the load events. */
   readonly loadSubject: string;
-  /** Latest load per dp rank (GET /load). */
-  load(): LoadEvent[];
   /** Calls rejected and Generate output tokens seen so far (for the status line). */
   counters(): { rejected: number; outputTokens: number };
   /** Stops admitting (new calls get UNAVAILABLE) and resolves when admitted calls are done or graceMs passed. */
@@ -116,13 +113,13 @@ export async function startSidecar(config: SidecarConfig, deps: SidecarDeps): Pr
 
   upstream.start();
   reporting.start();
-  const ingressPort = await ingress.listen(config.listen);
+  let ingressPort: number;
   let systemPort: number;
   try {
+    ingressPort = await ingress.listen(config.listen);
     systemPort = await system.listen(config.systemHost, config.systemPort);
   } catch (err) {
-    await ingress.close(0);
-    await Promise.all([upstream.close(), reporting.close()]);
+    await Promise.all([ingress.close(0), system.close(), upstream.close(), reporting.close()]);
     throw err;
   }
 
@@ -136,7 +133,6 @@ export async function startSidecar(config: SidecarConfig, deps: SidecarDeps): Pr
       return draining;
     },
     loadSubject: reporting.subject,
-    load: () => reporting.current(),
     counters: () => ({ rejected: rejectionLog.total, outputTokens: reporting.outputTokens }),
     async drain(graceMs) {
       if (!draining) {
