@@ -9,5 +9,6 @@ export default defineConfig({
     // Integration tests start real processes on their own ports; two workers match the 2-core machines.
     pool: 'forks',
     maxWorkers: 2,
+    reporters: ['default', './test/support/summary-reporter.ts'],
   },
 });
