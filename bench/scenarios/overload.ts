@@ -7,8 +7,7 @@
 import { runClient } from '../lib/client.js';
 import { CpuMeter } from '../lib/proc.js';
 import type { Distribution } from '../lib/stats.js';
-import { startTargets, stopTargets, type TargetSpec } from '../targets/index.js';
-import { startUpstream } from '../targets/upstream.js';
+import { withTargets, type TargetSpec } from '../targets/index.js';
 import { interleave, newResult, sidecarRatios, type BenchContext, type ScenarioResult } from './types.js';
 
 const N = 32;
@@ -60,12 +59,7 @@ export async function runOverload(ctx: BenchContext): Promise<ScenarioResult> {
       { key: 'other', label: 'other', digits: 0 },
     ],
   );
-  const upstream = await startUpstream(ctx.plan.upstream);
-  const targets = await startTargets(overloadSpecs(ctx), upstream.port, ctx.plan, ctx.dir).catch(async (err) => {
-    await upstream.stop();
-    throw err;
-  });
-  try {
+  return withTargets(overloadSpecs(ctx), ctx.plan, ctx.dir, async (targets) => {
     await interleave(
       targets.map((t) => t.name),
       ctx.options.rounds,
@@ -99,8 +93,5 @@ export async function runOverload(ctx: BenchContext): Promise<ScenarioResult> {
     );
     result.ratios = sidecarRatios(result.rows, ['rejectP99Us', 'cpuUsPerRejection']);
     return result;
-  } finally {
-    await stopTargets(targets);
-    await upstream.stop();
-  }
+  });
 }

@@ -9,8 +9,7 @@
 import { runClient } from '../lib/client.js';
 import { CpuMeter } from '../lib/proc.js';
 import { medianRecord, type Distribution } from '../lib/stats.js';
-import { startTargets, stopTargets, type TargetSpec } from '../targets/index.js';
-import { startUpstream } from '../targets/upstream.js';
+import { withTargets, type TargetSpec } from '../targets/index.js';
 import { interleave, newResult, sidecarRatios, type BenchContext, type ScenarioResult } from './types.js';
 
 interface StreamClientResult {
@@ -70,12 +69,7 @@ export async function runStreaming(ctx: BenchContext): Promise<ScenarioResult> {
       { key: 'pacedCpuUsPerMsg', label: 'paced CPU us/msg', digits: 2 },
     ],
   );
-  const upstream = await startUpstream(ctx.plan.upstream);
-  const targets = await startTargets(streamSpecs(ctx), upstream.port, ctx.plan, ctx.dir).catch(async (err) => {
-    await upstream.stop();
-    throw err;
-  });
-  try {
+  return withTargets(streamSpecs(ctx), ctx.plan, ctx.dir, async (targets, upstream) => {
     const runMode = async (name: string, mode: 'flood' | 'paced'): Promise<{ r: StreamClientResult; cpu: number }> => {
       const target = targets.find((t) => t.name === name)!;
       if (upstream.process.child.exitCode !== null) throw new Error(`upstream exited: ${upstream.process.stderr().slice(-500)}`);
@@ -127,8 +121,5 @@ export async function runStreaming(ctx: BenchContext): Promise<ScenarioResult> {
     for (const row of result.rows) row.median = medianRecord(row.rounds);
     result.ratios = sidecarRatios(result.rows, ['floodMsgPerSec', 'cpuUsPerMsg', 'pacedP99Us']);
     return result;
-  } finally {
-    await stopTargets(targets);
-    await upstream.stop();
-  }
+  });
 }

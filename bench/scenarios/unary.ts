@@ -5,8 +5,7 @@
 import { writeBodyFile, h2load } from '../lib/h2load.js';
 import { CpuMeter } from '../lib/proc.js';
 import { sleep } from '../lib/spawn.js';
-import { startTargets, stopTargets, type TargetSpec } from '../targets/index.js';
-import { startUpstream } from '../targets/upstream.js';
+import { withTargets, type TargetSpec } from '../targets/index.js';
 import { interleave, newResult, sidecarRatios, type BenchContext, type ScenarioResult } from './types.js';
 
 const NEVER_REJECT = { limit: 10_000, queue: 16 };
@@ -47,12 +46,7 @@ export async function runUnary(ctx: BenchContext): Promise<ScenarioResult> {
       { key: 'grpcOther', label: 'grpc!=0', digits: 0 },
     ],
   );
-  const upstream = await startUpstream(ctx.plan.upstream);
-  const targets = await startTargets(unarySpecs(ctx), upstream.port, ctx.plan, ctx.dir).catch(async (err) => {
-    await upstream.stop();
-    throw err;
-  });
-  try {
+  return withTargets(unarySpecs(ctx), ctx.plan, ctx.dir, async (targets) => {
     const bodyFile = writeBodyFile(ctx.dir, 100);
     const run = (port: number, seconds: number) =>
       h2load({ port, path: '/bench.Bench/Unary', bodyFile, durationS: seconds, clients, streamsPerClient: streams, cpus: ctx.plan.client, dir: ctx.dir });
@@ -98,8 +92,5 @@ export async function runUnary(ctx: BenchContext): Promise<ScenarioResult> {
     );
     result.ratios = [...sidecarRatios(result.rows, ['reqPerSec', 'p99Us', 'cpuUsPerReq']), ...sidecarRatios(result.rows, ['reqPerSec'], 'sidecar+admission')];
     return result;
-  } finally {
-    await stopTargets(targets);
-    await upstream.stop();
-  }
+  });
 }

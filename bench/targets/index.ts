@@ -6,6 +6,7 @@ import { startSidecar } from './sidecar.js';
 import type { Target, TargetSpec } from './target.js';
 
 export type { Target, TargetSpec, TargetKind, AdmissionSettings } from './target.js';
+import { startUpstream, type Upstream } from './upstream.js';
 
 export async function startTarget(spec: TargetSpec, upstreamPort: number, plan: CpuPlan, dir: string): Promise<Target> {
   switch (spec.kind) {
@@ -34,4 +35,27 @@ export async function startTargets(specs: readonly TargetSpec[], upstreamPort: n
 
 export async function stopTargets(targets: readonly Target[]): Promise<void> {
   await Promise.all(targets.map((t) => t.stop().catch(() => {})));
+}
+
+/**
+ * Runs `body` with the benchmark upstream and every target started (each scenario's setup),
+ * and stops them all afterwards, whether `body` succeeds or throws.
+ */
+export async function withTargets<T>(
+  specs: readonly TargetSpec[],
+  plan: CpuPlan,
+  dir: string,
+  body: (targets: readonly Target[], upstream: Upstream) => Promise<T>,
+): Promise<T> {
+  const upstream = await startUpstream(plan.upstream);
+  try {
+    const targets = await startTargets(specs, upstream.port, plan, dir);
+    try {
+      return await body(targets, upstream);
+    } finally {
+      await stopTargets(targets);
+    }
+  } finally {
+    await upstream.stop();
+  }
 }
