@@ -20,6 +20,7 @@
  * preemption): its blocks are freed and it goes back to the head of the waiting queue to
  * prefill prompt + generated again; tokens already streamed stay streamed.
  */
+import type { EngineOptions } from './options.js';
 import { KvBlockAllocator } from './kv-cache.js';
 import { hashTokens, mix32, mulberry32, type Random } from './prng.js';
 
@@ -33,17 +34,11 @@ export const realTimers: Timers = {
   clear: (handle) => clearTimeout(handle as NodeJS.Timeout),
 };
 
-export interface SchedulerConfig {
-  readonly numGpuBlocks: number;
-  readonly blockSize: number;
-  readonly maxNumSeqs: number;
-  readonly maxNumBatchedTokens: number;
-  readonly prefillTokensPerS: number;
-  readonly decodeStepMs: number;
-  readonly earlyStopProb: number;
-  readonly seed: number;
-  readonly vocabSize: number;
-}
+/** The engine options the scheduler uses (documented on EngineOptions). */
+export type SchedulerConfig = Pick<
+  EngineOptions,
+  'numGpuBlocks' | 'blockSize' | 'maxNumSeqs' | 'maxNumBatchedTokens' | 'prefillTokensPerS' | 'decodeStepMs' | 'earlyStopProb' | 'seed' | 'vocabSize'
+>;
 
 export type FinishReason = 'stop' | 'length';
 
