@@ -4,7 +4,7 @@
  * with backoff when it fails, so `reachable` reflects the engine within a second or two and a
  * restarted engine is picked up without restarting the sidecar.
  */
-import { connect, constants, type ClientHttp2Session, type ClientHttp2Stream, type OutgoingHttpHeaders, type SecureClientSessionOptions } from 'node:http2';
+import { connect, type ClientHttp2Session, type ClientHttp2Stream, type OutgoingHttpHeaders, type SecureClientSessionOptions } from 'node:http2';
 import type { HostPort } from '../config/host-port.js';
 import { formatHostPort } from '../config/host-port.js';
 import type { Logger } from '../log.js';
@@ -187,5 +187,3 @@ export class UpstreamPool {
     for (const listener of this.listeners) listener(reachable);
   }
 }
-
-export const { NGHTTP2_CANCEL, NGHTTP2_NO_ERROR, NGHTTP2_REFUSED_STREAM } = constants;
