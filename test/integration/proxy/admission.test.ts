@@ -43,6 +43,7 @@ describe('with --engine-request-limit 8 and DYN_DYNAMO_REQUEST_QUEUE_LIMIT=4', (
       'gauges at 0',
     );
     engine.resetStats();
+    engine.autoRelease = () => false;
   });
 
   it('holds exactly 8 in the engine and 4 queued out of a 2,000-call burst, rejecting the other 1,988 at once', async () => {
@@ -87,12 +88,18 @@ describe('with --engine-request-limit 8 and DYN_DYNAMO_REQUEST_QUEUE_LIMIT=4', (
     const live = new Map<number, grpc.ClientUnaryCall>();
     const pending: Promise<unknown>[] = [];
     let nextTag = 0;
+    // Calls with a deadline are answered as soon as they reach the engine, so none can expire
+    // there and free a slot behind the test's back: the engine only changes when the test
+    // releases, which makes "live and not held by the engine" mean "queued in the sidecar".
+    const withDeadline = new Set<number>();
+    engine.autoRelease = (tag) => withDeadline.has(Number(tag));
 
     for (let round = 0; round < 25; round++) {
       const burst = 5 + Math.floor(random() * 30);
       for (let k = 0; k < burst; k++) {
         const tag = nextTag++;
         const deadlineMs = random() < 0.25 ? 30 + Math.floor(random() * 120) : undefined;
+        if (deadlineMs !== undefined) withDeadline.add(tag);
         pending.push(
           unary<EchoReply>(client, 'Hold', { tag: String(tag) }, { deadlineMs, onCall: (call) => live.set(tag, call) }).then((o) => {
             outcomes.set(tag, o);
