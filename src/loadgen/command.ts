@@ -56,7 +56,7 @@ export function registerLoadCommand(program: Command, io: LoadCommandIo = { ...p
       ? undefined
       : (p: Parameters<typeof formatProgress>[0]): void => {
           if (tty) {
-            progressOut.write(`\r${formatProgress(p)}\x1b[K`);
+            progressOut.write(`\r${formatProgress(p, true)}\x1b[K`);
             drawn = true;
           } else progressOut.write(`${formatProgress(p)}\n`);
         };

@@ -2,8 +2,14 @@
 import type { LoadProgress } from './run.js';
 import type { LoadSummary, Percentiles } from './stats.js';
 
-export function formatProgress(p: LoadProgress): string {
+const BAR_WIDTH = 24;
+
+/** The live line; on a TTY it starts with a bar of how far the run is ([#####-----] 50%). */
+export function formatProgress(p: LoadProgress, withBar = false): string {
+  const filled = Math.round(p.fraction * BAR_WIDTH);
+  const bar = withBar ? `[${'#'.repeat(filled)}${'-'.repeat(BAR_WIDTH - filled)}] ${String(Math.floor(p.fraction * 100)).padStart(3)}% ` : '';
   return (
+    bar +
     `[${p.elapsed_s.toFixed(1).padStart(6)}s] sent ${p.sent} done ${p.completed} rejected ${p.rejected} ` +
     `errors ${p.errors} in-flight ${p.in_flight} tok/s ${Math.round(p.tokens_per_s)}`
   );

@@ -30,6 +30,8 @@ export interface LoadProgress {
   in_flight: number;
   /** Output tokens per second since the previous progress report. */
   tokens_per_s: number;
+  /** How far the run is towards its stop condition (duration or count, whichever is nearer), 0..1. */
+  fraction: number;
 }
 
 export interface LoadHooks {
@@ -150,8 +152,10 @@ export async function runLoad(input: Partial<LoadOptions> & { target: string }, 
   const progressTimer = hooks.onProgress
     ? setInterval(() => {
         const now = performance.now();
+        const elapsedS = (now - startedAt) / 1000;
         hooks.onProgress!({
-          elapsed_s: (now - startedAt) / 1000,
+          fraction: Math.min(1, Math.max(options.durationS ? elapsedS / options.durationS : 0, options.count ? issued / options.count : 0)),
+          elapsed_s: elapsedS,
           sent: recorder.sent,
           completed: recorder.completed,
           rejected: recorder.rejected,

@@ -58,12 +58,17 @@ describe('load command', () => {
 
   it('prints a summary table and redraws one progress line on a TTY', async () => {
     const io = fakeIo(true);
-    await program(io).parseAsync(['load', '--target', engine.address, '--duration-s', '0.6', '--concurrency', '2'], { from: 'user' });
+    await program(io).parseAsync(['load', '--target', engine.address, '--duration-s', '1.2', '--concurrency', '2'], { from: 'user' });
     expect(io.exits).toEqual([0]);
     const table = io.out.join('');
     for (const label of ['sent', 'completed', 'rejected', 'errors', 'TTFT (ms)', 'inter-token (ms)', 'tokens/s', 'requests/s']) expect(table).toContain(label);
     expect(io.progressOut.length).toBeGreaterThan(0);
-    expect(io.progressOut[0]).toMatch(/^\r\[ *\d+\.\ds\] sent \d+ done \d+ rejected 0 errors 0 in-flight \d+ tok\/s \d+\x1b\[K$/);
+    const line = /^\r\[([#-]{24})\] +(\d+)% \[ *\d+\.\ds\] sent \d+ done \d+ rejected 0 errors 0 in-flight \d+ tok\/s \d+\x1b\[K$/;
+    expect(io.progressOut[0]).toMatch(line);
+    // The bar fills as the 1.2 s run goes on.
+    const percents = io.progressOut.slice(0, -1).map((l) => Number(line.exec(l)![2]));
+    expect(percents).toEqual([...percents].sort((a, b) => a - b));
+    expect(percents.at(-1)).toBeGreaterThan(percents[0]!);
     expect(io.progressOut.at(-1)).toBe('\n');
   });
 
