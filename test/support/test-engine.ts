@@ -48,6 +48,10 @@ export interface TestEngine {
   readonly heldTags: readonly string[];
   /** Messages the Flood handler has handed to grpc-js so far (it waits on 'drain'). */
   readonly floodWritten: number;
+  /** Sink calls waiting for releaseSinks(). */
+  readonly sinks: number;
+  /** Lets every Sink call read its stream; each answers with the message count in `index`. */
+  releaseSinks(): void;
   /** Hold calls whose tag this returns true for are answered at once instead of held. */
   autoRelease: (tag: string) => boolean;
   releaseHeld(count?: number): number;
@@ -63,6 +67,7 @@ export async function startTestEngine(port = 0, options: grpc.ChannelOptions = {
   const arrivals: string[] = [];
   const held: HeldCall[] = [];
   let floodWritten = 0;
+  const sinks: (() => void)[] = [];
   const enter = (): (() => void) => {
     active++;
     maxActive = Math.max(maxActive, active);
@@ -158,6 +163,14 @@ export async function startTestEngine(port = 0, options: grpc.ChannelOptions = {
       const remainingMs = (deadline instanceof Date ? deadline.getTime() : Number(deadline)) - Date.now();
       callback(null, { payload: Buffer.from(String(remainingMs)), index: 0, tag: '' }, trailers);
     },
+    Sink(call: grpc.ServerReadableStream<EchoRequest, EchoReply>, callback: grpc.sendUnaryData<EchoReply>) {
+      call.pause();
+      let messages = 0;
+      call.on('data', () => messages++);
+      call.on('end', () => callback(null, { payload: Buffer.alloc(0), index: messages, tag: '' }));
+      call.on('error', () => {});
+      sinks.push(() => call.resume());
+    },
     Flood(call: grpc.ServerWritableStream<EchoRequest, EchoReply>) {
       const leave = enter();
       const count = call.request.count ?? 0;
@@ -202,6 +215,12 @@ export async function startTestEngine(port = 0, options: grpc.ChannelOptions = {
     },
     get floodWritten() {
       return floodWritten;
+    },
+    get sinks() {
+      return sinks.length;
+    },
+    releaseSinks() {
+      for (const resume of sinks.splice(0)) resume();
     },
     releaseHeld(count = Infinity) {
       let released = 0;

@@ -14,7 +14,7 @@ import { waitFor } from '../../support/wait.js';
 
 const MiB = 1024 * 1024;
 
-describe('back-pressure', () => {
+describe('back-pressure from the client to the engine', () => {
   let engine: TestEngine;
   let sidecar: SidecarProcess;
 
@@ -60,6 +60,74 @@ describe('back-pressure', () => {
     expect(received).toBeGreaterThan(3200 * 65_536);
   });
 });
+
+describe('back-pressure from the engine to the client', () => {
+  let engine: TestEngine;
+  let sidecar: SidecarProcess;
+
+  beforeAll(async () => {
+    engine = await startTestEngine();
+    sidecar = await startSidecarProcess(['--upstream', engine.address, '--engine-request-limit', '4']);
+  });
+
+  afterAll(async () => {
+    await sidecar?.stop();
+    await engine?.close();
+  });
+
+  it('stops a client uploading 200 MiB while the engine is not reading, and delivers everything once it reads', async () => {
+    const definition = loadSync(TEST_ENGINE_PROTO, LOADER_OPTIONS);
+    const EchoRequest = definition['dynamo.sidecar.testing.EchoRequest'] as MessageTypeDefinition<object, object>;
+    const body = EchoRequest.serialize({ payload: Buffer.alloc(65_536, 1) });
+    const prefix = Buffer.alloc(5);
+    prefix.writeUInt32BE(body.length, 1);
+    const message = Buffer.concat([prefix, body]);
+    const total = 3200; // x 64 KiB = 200 MiB
+
+    const rssBefore = await sidecar.metric('process_resident_memory_bytes');
+    const session = connect(`http://${sidecar.address}`);
+    const stream = session.request({ ':method': 'POST', ':path': '/dynamo.sidecar.testing.TestEngine/Sink', 'content-type': 'application/grpc', te: 'trailers' });
+    stream.on('error', () => {});
+    let written = 0;
+    // Write until the stream pushes back, then wait for 'drain', for as long as it comes.
+    const pump = async (limit: number, idleMs: number): Promise<void> => {
+      while (written < limit) {
+        written++;
+        if (!stream.write(message)) {
+          const drained = await new Promise<boolean>((resolve) => {
+            const timer = setTimeout(() => resolve(false), idleMs);
+            stream.once('drain', () => (clearTimeout(timer), resolve(true)));
+          });
+          if (!drained) return;
+        }
+      }
+    };
+    await waitFor(() => engine.sinks === 1 || written > 0, 'the call to start');
+    await pump(total, 1500);
+    const acceptedWhilePaused = written;
+    const rssPaused = await sidecar.metric('process_resident_memory_bytes');
+    expect(engine.sinks).toBe(1);
+    // Flow control stopped the client long before 200 MiB: only windows and buffers were filled.
+    expect(acceptedWhilePaused).toBeLessThan(200);
+    expect(rssPaused - rssBefore).toBeLessThan(64 * MiB);
+
+    engine.releaseSinks();
+    await pump(total, 10_000);
+    expect(written).toBe(total);
+    stream.end();
+    const trailers = new Promise<Record<string, unknown>>((resolve) => stream.on('trailers', (t) => resolve(t)));
+    const chunks: Buffer[] = [];
+    stream.on('data', (c: Buffer) => chunks.push(c));
+    expect((await trailers)['grpc-status']).toBe('0');
+    session.close();
+    const reply = EchoReplyType().deserialize(Buffer.concat(chunks).subarray(5)) as { index: number };
+    expect(reply.index).toBe(total);
+  });
+});
+
+function EchoReplyType(): MessageTypeDefinition<object, object> {
+  return loadSync(TEST_ENGINE_PROTO, LOADER_OPTIONS)['dynamo.sidecar.testing.EchoReply'] as MessageTypeDefinition<object, object>;
+}
 
 describe('engine resets', () => {
   let upstream: Http2Server;
