@@ -3,6 +3,7 @@
  * each compared with the same call made straight to the engine.
  */
 import * as grpc from '@grpc/grpc-js';
+import { connect } from 'node:http2';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { testEngineClient, unary, type TestEngineClient } from '../../support/grpc-client.js';
 import { startSidecarProcess, type SidecarProcess } from '../../support/sidecar-process.js';
@@ -155,7 +156,25 @@ describe('transparent pass-through', () => {
     await waitFor(async () => (await sidecar.metric('dynamo_engine_request')) === 0, 'the slot to be released');
   });
 
-  it('answers calls that are not gRPC with a clear status instead of forwarding them', async () => {
+  it.each([
+    [{ 'content-type': 'application/grpc', 'grpc-timeout': '1.5S' }, 'invalid grpc-timeout header "1.5S"'],
+    [{ 'content-type': 'text/plain' }, 'content-type must be application/grpc, got "text/plain"'],
+  ])('answers %j with INVALID_ARGUMENT naming the header, without reaching the engine', async (headers, message) => {
+    const arrivals = engine.arrivals.length;
+    const session = connect(`http://${sidecar.address}`);
+    try {
+      const stream = session.request({ ':method': 'POST', ':path': '/dynamo.sidecar.testing.TestEngine/Hold', te: 'trailers', ...headers });
+      stream.end(Buffer.from([0, 0, 0, 0, 0]));
+      const response = await new Promise<Record<string, unknown>>((resolve) => stream.on('response', resolve));
+      expect(response['grpc-status']).toBe(String(grpc.status.INVALID_ARGUMENT));
+      expect(response['grpc-message']).toBe(message);
+    } finally {
+      session.close();
+    }
+    expect(engine.arrivals.length).toBe(arrivals);
+  });
+
+  it('does not speak HTTP/1.1 on the ingress port (gRPC is HTTP/2 only)', async () => {
     const res = await fetch(`http://${sidecar.address}/`, { signal: AbortSignal.timeout(5000) }).catch((err: Error) => err);
     // HTTP/1.1 is not spoken on the ingress at all; the connection is refused at protocol level.
     expect(res).toBeInstanceOf(Error);
