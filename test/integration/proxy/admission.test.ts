@@ -177,6 +177,25 @@ describe('with --engine-request-limit 8 and DYN_DYNAMO_REQUEST_QUEUE_LIMIT=4', (
     await Promise.all(held);
   });
 
+  it('ends a call whose deadline passes inside the engine with DEADLINE_EXCEEDED and frees its slot', async () => {
+    const session = connect(`http://${sidecar.address}`);
+    const stream = session.request({
+      ':method': 'POST',
+      ':path': '/dynamo.sidecar.testing.TestEngine/Hold',
+      'content-type': 'application/grpc',
+      te: 'trailers',
+      'grpc-timeout': '200m',
+    });
+    stream.end(Buffer.from([0, 0, 0, 0, 0]));
+    const response = await new Promise<Record<string, unknown>>((resolve) => {
+      stream.on('response', (headers) => (headers['grpc-status'] ? resolve(headers) : stream.on('trailers', resolve)));
+    });
+    session.close();
+    expect(response['grpc-status']).toBe(String(grpc.status.DEADLINE_EXCEEDED));
+    expect(engine.arrivals).toHaveLength(1);
+    await waitFor(async () => (await sidecar.metric('dynamo_engine_request')) === 0 && engine.held === 0, 'the slot and the engine call to be freed');
+  });
+
   it('answers a rejection as Trailers-Only: one HEADERS frame with END_STREAM and no body', async () => {
     const held = Array.from({ length: 12 }, (_, i) => unary(client, 'Hold', { tag: `t${i}` }));
     await waitFor(async () => engine.held === 8 && (await sidecar.metric('dynamo_request_queue')) === 4, 'engine and queue full');
