@@ -41,8 +41,14 @@ export interface TestEngine {
   /** Calls inside any handler right now, and the most seen at once. */
   readonly active: number;
   readonly maxActive: number;
-  /** Tags of Hold calls in the order they arrived at the engine. */
+  /** Tags of Hold calls in the order their handler ran (after the request message arrived). */
   readonly arrivals: readonly string[];
+  /**
+   * `x-tag` metadata of calls in the order their HEADERS reached the engine: the order the
+   * sidecar dispatched them in, which handler order need not keep (messages of different
+   * streams may complete in another order).
+   */
+  readonly headerArrivals: readonly string[];
   readonly held: number;
   /** Tags of the calls held right now. */
   readonly heldTags: readonly string[];
@@ -61,7 +67,24 @@ export interface TestEngine {
 
 export async function startTestEngine(port = 0, options: grpc.ChannelOptions = {}): Promise<TestEngine> {
   const { TestEngine } = loadTestEngine();
-  const server = new grpc.Server({ 'grpc.max_receive_message_length': -1, 'grpc.max_send_message_length': -1, ...options });
+  const headerArrivals: string[] = [];
+  const recordHeaders: grpc.ServerInterceptor = (_method, call) =>
+    new grpc.ServerInterceptingCall(call, {
+      start: (next) =>
+        next({
+          onReceiveMetadata: (metadata, passOn) => {
+            const tag = metadata.get('x-tag')[0];
+            if (tag !== undefined) headerArrivals.push(String(tag));
+            passOn(metadata);
+          },
+        }),
+    });
+  const server = new grpc.Server({
+    'grpc.max_receive_message_length': -1,
+    'grpc.max_send_message_length': -1,
+    ...options,
+    interceptors: [recordHeaders],
+  });
   let active = 0;
   let maxActive = 0;
   const arrivals: string[] = [];
@@ -207,6 +230,9 @@ export async function startTestEngine(port = 0, options: grpc.ChannelOptions = {
     get arrivals() {
       return arrivals;
     },
+    get headerArrivals() {
+      return headerArrivals;
+    },
     get held() {
       return held.length;
     },
@@ -233,6 +259,7 @@ export async function startTestEngine(port = 0, options: grpc.ChannelOptions = {
     resetStats() {
       maxActive = active;
       arrivals.length = 0;
+      headerArrivals.length = 0;
     },
     close() {
       return new Promise<void>((resolve) => {

@@ -13,6 +13,17 @@ import { waitFor } from '../../support/wait.js';
 
 const OVERLOADED = 'Server overloaded: worker at capacity';
 
+/** A Hold call whose tag also travels as `x-tag` metadata, so the engine can record HEADERS order. */
+function hold(
+  client: TestEngineClient,
+  tag: string,
+  options: { deadlineMs?: number; onCall?: (call: grpc.ClientUnaryCall) => void } = {},
+): Promise<UnaryOutcome<EchoReply>> {
+  const metadata = new grpc.Metadata();
+  metadata.set('x-tag', tag);
+  return unary<EchoReply>(client, 'Hold', { tag }, { ...options, metadata });
+}
+
 let engine: TestEngine;
 
 beforeAll(async () => {
@@ -50,7 +61,7 @@ describe('with --engine-request-limit 8 and DYN_DYNAMO_REQUEST_QUEUE_LIMIT=4', (
     const rejectionsBefore = await sidecar.metric('dynamo_rejection_request_total');
     const outcomes: (UnaryOutcome<EchoReply> | undefined)[] = Array.from({ length: 2000 }, () => undefined);
     const calls = Array.from({ length: 2000 }, (_, i) =>
-      unary<EchoReply>(client, 'Hold', { tag: String(i) }).then((outcome) => (outcomes[i] = outcome)),
+      hold(client, String(i)).then((outcome) => (outcomes[i] = outcome)),
     );
     const settled = (): UnaryOutcome<EchoReply>[] => outcomes.filter((o): o is UnaryOutcome<EchoReply> => o !== undefined);
 
@@ -74,8 +85,8 @@ describe('with --engine-request-limit 8 and DYN_DYNAMO_REQUEST_QUEUE_LIMIT=4', (
     await Promise.all(calls);
     expect(settled().filter((o) => o.code === grpc.status.OK)).toHaveLength(12);
     expect(engine.maxActive).toBe(8);
-    // Queued calls reached the engine in the order they arrived.
-    expect(engine.arrivals.slice(8).map(Number)).toEqual([8, 9, 10, 11]);
+    // Queued calls were sent to the engine in the order they arrived.
+    expect(engine.headerArrivals.slice(8).map(Number)).toEqual([8, 9, 10, 11]);
     await waitFor(async () => (await sidecar.metric('dynamo_engine_request')) === 0, 'engine gauge back to 0');
     expect(await sidecar.metric('dynamo_request_queue')).toBe(0);
   });
@@ -101,7 +112,7 @@ describe('with --engine-request-limit 8 and DYN_DYNAMO_REQUEST_QUEUE_LIMIT=4', (
         const deadlineMs = random() < 0.25 ? 30 + Math.floor(random() * 120) : undefined;
         if (deadlineMs !== undefined) withDeadline.add(tag);
         pending.push(
-          unary<EchoReply>(client, 'Hold', { tag: String(tag) }, { deadlineMs, onCall: (call) => live.set(tag, call) }).then((o) => {
+          hold(client, String(tag), { deadlineMs, onCall: (call) => live.set(tag, call) }).then((o) => {
             outcomes.set(tag, o);
             live.delete(tag);
           }),
@@ -134,10 +145,11 @@ describe('with --engine-request-limit 8 and DYN_DYNAMO_REQUEST_QUEUE_LIMIT=4', (
     }
     await Promise.all(pending);
 
-    for (const [tag, outcome] of outcomes) if (outcome.code === grpc.status.DEADLINE_EXCEEDED && !engine.arrivals.includes(String(tag))) expiredInQueue.add(tag);
-    const arrivals = engine.arrivals.map(Number);
+    for (const [tag, outcome] of outcomes) if (outcome.code === grpc.status.DEADLINE_EXCEEDED && !engine.headerArrivals.includes(String(tag))) expiredInQueue.add(tag);
+    // HEADERS order at the engine is the sidecar's dispatch order.
+    const arrivals = engine.headerArrivals.map(Number);
     expect(engine.maxActive).toBeLessThanOrEqual(8);
-    // Nothing cancelled while queued was ever sent to the engine.
+    // Nothing cancelled while queued was ever sent to the engine, not even its headers.
     for (const tag of cancelledWhileQueued) expect(arrivals).not.toContain(tag);
     expect(cancelledWhileQueued.size).toBeGreaterThan(0);
     expect(expiredInQueue.size).toBeGreaterThan(0);
@@ -151,7 +163,7 @@ describe('with --engine-request-limit 8 and DYN_DYNAMO_REQUEST_QUEUE_LIMIT=4', (
   });
 
   it('times out a queued call itself, without a client-side deadline, and never sends it upstream', async () => {
-    const held = Array.from({ length: 8 }, (_, i) => unary(client, 'Hold', { tag: `h${i}` }));
+    const held = Array.from({ length: 8 }, (_, i) => hold(client, `h${i}`));
     await waitFor(() => engine.held === 8, 'eight held calls');
     const before = await sidecar.metric('dynamo_sidecar_queue_deadline_exceeded_total');
     // A raw HTTP/2 request: grpc-timeout on the wire, but no client that would cancel by itself.
@@ -162,6 +174,7 @@ describe('with --engine-request-limit 8 and DYN_DYNAMO_REQUEST_QUEUE_LIMIT=4', (
       'content-type': 'application/grpc',
       te: 'trailers',
       'grpc-timeout': '150m',
+      'x-tag': 'raw',
     });
     stream.end(Buffer.from([0, 0, 0, 0, 0]));
     const started = Date.now();
@@ -172,7 +185,7 @@ describe('with --engine-request-limit 8 and DYN_DYNAMO_REQUEST_QUEUE_LIMIT=4', (
     expect(String(headers['grpc-message'])).toMatch(/^Deadline exceeded while queued in the sidecar/);
     expect(waited).toBeGreaterThanOrEqual(140);
     expect(await sidecar.metric('dynamo_sidecar_queue_deadline_exceeded_total')).toBe(before + 1);
-    expect(engine.arrivals.filter((t) => !t.startsWith('h'))).toEqual([]);
+    expect(engine.headerArrivals.filter((t) => !t.startsWith('h'))).toEqual([]);
     engine.releaseHeld();
     await Promise.all(held);
   });
