@@ -89,7 +89,8 @@ export function registerLoadMetrics(registry: Registry, tracker: LoadView, scrap
 }
 
 /** A counter that follows a monotonic number owned elsewhere. */
-function mirrorCounter(registry: Registry, name: string, help: string, read: () => number): void {
+/** A counter that mirrors a running total kept elsewhere, read at scrape time. */
+export function mirrorCounter(registry: Registry, name: string, help: string, read: () => number): void {
   let seen = 0;
   new Counter({
     name,

@@ -4,14 +4,14 @@
  * sees only the small surface below; none of it ever waits on the network.
  */
 import { hostname } from 'node:os';
-import { Counter, type Registry } from 'prom-client';
+import type { Registry } from 'prom-client';
 import type { AdmissionGate } from '../admission/gate.js';
 import type { LoadConfig } from '../config/sidecar-config.js';
 import type { Logger } from '../log.js';
 import type { TrafficTap } from '../proxy/call-context.js';
 import type { IncomingHttpHeaders } from 'node:http2';
 import { EngineScraper } from './engine-scraper.js';
-import { registerLoadMetrics } from './load-metrics.js';
+import { mirrorCounter, registerLoadMetrics } from './load-metrics.js';
 import { LoadTracker, type LoadEvent } from './load-tracker.js';
 import { LoadPublisher, defaultWorkerId, loadSubject } from './publisher.js';
 import { TrafficAccounting } from './traffic-accounting.js';
@@ -73,16 +73,12 @@ export class LoadReporting {
       });
     }
     registerLoadMetrics(deps.registry, this.tracker, this.scraper, this.publisher);
-    const accounting = this.accounting;
-    new Counter({
-      name: 'dynamo_sidecar_generate_unparsed_messages_total',
-      help: 'Generate messages the traffic accounting could not decode (compressed, oversized, malformed); the calls were forwarded untouched.',
-      registers: [deps.registry],
-      collect() {
-        this.reset();
-        this.inc(accounting.unparsedMessages);
-      },
-    });
+    mirrorCounter(
+      deps.registry,
+      'dynamo_sidecar_generate_unparsed_messages_total',
+      'Generate messages the traffic accounting could not decode (compressed, oversized, malformed); the calls were forwarded untouched.',
+      () => this.accounting.unparsedMessages,
+    );
   }
 
   start(): void {
