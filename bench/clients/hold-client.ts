@@ -6,7 +6,7 @@
  */
 import type { ClientHttp2Session, ClientHttp2Stream } from 'node:http2';
 import { createInterface } from 'node:readline';
-import { frame } from '../lib/grpc-frame.js';
+import { frameMessage } from '../../src/grpc/framing.js';
 import { emit, exitAfter, grpcHeaders, openSessions, readParams } from './common.js';
 
 interface Params {
@@ -18,7 +18,7 @@ interface Params {
 
 const p = readParams<Params>();
 exitAfter(p.steps.length * (p.stepTimeoutMs + 30_000));
-const body = frame(Buffer.alloc(16));
+const body = frameMessage(Buffer.alloc(16));
 const headers = grpcHeaders('/bench.Bench/Hold');
 const sessions: ClientHttp2Session[] = [];
 const streams: ClientHttp2Stream[] = [];

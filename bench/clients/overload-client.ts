@@ -4,7 +4,7 @@
  * (grpc-status 8 RESOURCE_EXHAUSTED, or HTTP 503 from HAProxy/nginx), or other.
  */
 import { constants, type ClientHttp2Stream } from 'node:http2';
-import { frame } from '../lib/grpc-frame.js';
+import { frameMessage } from '../../src/grpc/framing.js';
 import { distribution, Reservoir } from '../lib/stats.js';
 import { emit, exitAfter, grpcHeaders, nowNs, openSessions, readParams } from './common.js';
 
@@ -19,7 +19,7 @@ interface Params {
 const p = readParams<Params>();
 exitAfter(p.durationMs + p.holdMs * 20 + 15_000);
 const sessions = openSessions(p.port, p.sessions);
-const body = frame(Buffer.alloc(100, 0x61));
+const body = frameMessage(Buffer.alloc(100, 0x61));
 const headers = grpcHeaders('/bench.Bench/Slow', { 'x-bench-hold-ms': String(p.holdMs) });
 const rejectUs = new Reservoir(100_000);
 const okUs = new Reservoir(100_000);

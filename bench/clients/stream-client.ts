@@ -5,7 +5,9 @@
  * the measurement window count; at its end every open call is cancelled.
  */
 import { constants } from 'node:http2';
-import { frame, FrameReader, tokenTimestampNs } from '../lib/grpc-frame.js';
+import { frameMessage } from '../../src/grpc/framing.js';
+import { GrpcFrameReader } from '../../src/load/grpc-frames.js';
+import { tokenTimestampNs } from '../lib/grpc-frame.js';
 import { distribution, Reservoir } from '../lib/stats.js';
 import { emit, exitAfter, grpcHeaders, nowNs, openSessions, readParams } from './common.js';
 
@@ -22,7 +24,7 @@ interface Params {
 const p = readParams<Params>();
 exitAfter(p.warmupMs + p.durationMs + 15_000);
 const sessions = openSessions(p.port, p.sessions);
-const body = frame(Buffer.alloc(8));
+const body = frameMessage(Buffer.alloc(8));
 const headers = grpcHeaders('/bench.Bench/Stream', { 'x-bench-count': String(p.count), 'x-bench-interval-ms': String(p.intervalMs) });
 const latencies = new Reservoir(300_000);
 const start = nowNs();
@@ -49,16 +51,19 @@ function startCall(slot: number): void {
   calls++;
   open.add(req);
   let status: string | undefined;
-  const reader = new FrameReader((message) => {
+  const reader = new GrpcFrameReader();
+  const onMessage = (message: Uint8Array): void => {
     if (!measuring) return;
     const now = nowNs();
     if (now > measureTo) return;
     messages++;
-    latencies.add(Number(now - tokenTimestampNs(message)) / 1000);
-  });
+    latencies.add(Number(now - tokenTimestampNs(Buffer.from(message.buffer, message.byteOffset, message.byteLength))) / 1000);
+  };
   req.on('response', (h) => (status = h['grpc-status'] as string | undefined));
   req.on('trailers', (t) => (status = t['grpc-status'] as string | undefined));
-  req.on('data', (chunk: Buffer) => reader.push(chunk));
+  req.on('data', (chunk: Buffer) => {
+    for (const f of reader.push(chunk)) if (f.kind === 'message') onMessage(f.payload);
+  });
   req.on('error', () => {});
   req.on('close', () => {
     open.delete(req);

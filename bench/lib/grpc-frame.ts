@@ -1,35 +1,7 @@
-/** gRPC length-prefixed message framing (5-byte prefix: flag 0, big-endian uint32 length). */
-
-export function frame(message: Buffer): Buffer {
-  const out = Buffer.allocUnsafe(5 + message.length);
-  out[0] = 0;
-  out.writeUInt32BE(message.length, 1);
-  message.copy(out, 5);
-  return out;
-}
-
 /**
- * Splits a byte stream into gRPC messages as chunks arrive; a message may span chunks and a
- * chunk may hold many messages.
+ * Benchmark token messages. Framing itself is the project's own (src/grpc/framing.ts,
+ * src/load/grpc-frames.ts); this adds only the payload carrying the engine-side send time.
  */
-export class FrameReader {
-  private pending: Buffer | undefined;
-
-  constructor(private readonly onMessage: (message: Buffer) => void) {}
-
-  push(chunk: Buffer): void {
-    const buf = this.pending ? Buffer.concat([this.pending, chunk]) : chunk;
-    let offset = 0;
-    while (buf.length - offset >= 5) {
-      const length = buf.readUInt32BE(offset + 1);
-      if (buf.length - offset - 5 < length) break;
-      this.onMessage(buf.subarray(offset + 5, offset + 5 + length));
-      offset += 5 + length;
-    }
-    this.pending = offset < buf.length ? buf.subarray(offset) : undefined;
-    if (this.pending && offset > 0) this.pending = Buffer.from(this.pending);
-  }
-}
 
 /** Engine-side timestamp in a token message: CLOCK_MONOTONIC ns (process.hrtime), same clock in every process. */
 export const TOKEN_MESSAGE_BYTES = 16;

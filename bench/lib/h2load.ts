@@ -6,7 +6,7 @@
  */
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { frame } from './grpc-frame.js';
+import { frameMessage } from '../../src/grpc/framing.js';
 import { runToEnd } from './spawn.js';
 import { distribution, type Distribution } from './stats.js';
 
@@ -38,7 +38,7 @@ export interface H2loadResult {
 /** Writes a gRPC-framed message of `bytes` bytes for h2load -d. */
 export function writeBodyFile(dir: string, bytes: number): string {
   const file = join(dir, `body-${bytes}.bin`);
-  writeFileSync(file, frame(Buffer.alloc(bytes, 0x61)));
+  writeFileSync(file, frameMessage(Buffer.alloc(bytes, 0x61)));
   return file;
 }
 

@@ -3,15 +3,17 @@
  * cancellation and deadlines, and admission off. Concurrency is measured inside the engine.
  */
 import * as grpc from '@grpc/grpc-js';
-import { connect, constants } from 'node:http2';
+import { constants } from 'node:http2';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { testEngineClient, unary, type TestEngineClient, type UnaryOutcome } from '../../support/grpc-client.js';
+import { rawCall, TEST_ENGINE_PATH } from '../../support/raw-grpc.js';
 import { startSidecarProcess, type SidecarProcess } from '../../support/sidecar-process.js';
 import { startTestEngine, type EchoReply, type TestEngine } from '../../support/test-engine.js';
 import { mulberry32 } from '../../../src/engine/prng.js';
 import { waitFor } from '../../support/wait.js';
 
 const OVERLOADED = 'Server overloaded: worker at capacity';
+const EMPTY = new Uint8Array(0);
 
 /** A Hold call whose tag also travels as `x-tag` metadata, so the engine can record HEADERS order. */
 function hold(
@@ -167,16 +169,7 @@ describe('with --engine-request-limit 8 and DYN_DYNAMO_REQUEST_QUEUE_LIMIT=4', (
     await waitFor(() => engine.held === 8, 'eight held calls');
     const before = await sidecar.metric('dynamo_sidecar_queue_deadline_exceeded_total');
     // A raw HTTP/2 request: grpc-timeout on the wire, but no client that would cancel by itself.
-    const session = connect(`http://${sidecar.address}`);
-    const stream = session.request({
-      ':method': 'POST',
-      ':path': '/dynamo.sidecar.testing.TestEngine/Hold',
-      'content-type': 'application/grpc',
-      te: 'trailers',
-      'grpc-timeout': '150m',
-      'x-tag': 'raw',
-    });
-    stream.end(Buffer.from([0, 0, 0, 0, 0]));
+    const { session, stream } = rawCall(sidecar.address, `${TEST_ENGINE_PATH}/Hold`, { 'grpc-timeout': '150m', 'x-tag': 'raw' }, EMPTY);
     const started = Date.now();
     const headers = await new Promise<Record<string, unknown>>((resolve) => stream.on('response', (h) => resolve(h)));
     const waited = Date.now() - started;
@@ -191,15 +184,7 @@ describe('with --engine-request-limit 8 and DYN_DYNAMO_REQUEST_QUEUE_LIMIT=4', (
   });
 
   it('ends a call whose deadline passes inside the engine with DEADLINE_EXCEEDED and frees its slot', async () => {
-    const session = connect(`http://${sidecar.address}`);
-    const stream = session.request({
-      ':method': 'POST',
-      ':path': '/dynamo.sidecar.testing.TestEngine/Hold',
-      'content-type': 'application/grpc',
-      te: 'trailers',
-      'grpc-timeout': '200m',
-    });
-    stream.end(Buffer.from([0, 0, 0, 0, 0]));
+    const { session, stream } = rawCall(sidecar.address, `${TEST_ENGINE_PATH}/Hold`, { 'grpc-timeout': '200m' }, EMPTY);
     const response = await new Promise<Record<string, unknown>>((resolve) => {
       stream.on('response', (headers) => (headers['grpc-status'] ? resolve(headers) : stream.on('trailers', resolve)));
     });
@@ -212,9 +197,7 @@ describe('with --engine-request-limit 8 and DYN_DYNAMO_REQUEST_QUEUE_LIMIT=4', (
   it('answers a rejection as Trailers-Only: one HEADERS frame with END_STREAM and no body', async () => {
     const held = Array.from({ length: 12 }, (_, i) => unary(client, 'Hold', { tag: `t${i}` }));
     await waitFor(async () => engine.held === 8 && (await sidecar.metric('dynamo_request_queue')) === 4, 'engine and queue full');
-    const session = connect(`http://${sidecar.address}`);
-    const stream = session.request({ ':method': 'POST', ':path': '/dynamo.sidecar.testing.TestEngine/Hold', 'content-type': 'application/grpc', te: 'trailers' });
-    stream.end(Buffer.from([0, 0, 0, 0, 0]));
+    const { session, stream } = rawCall(sidecar.address, `${TEST_ENGINE_PATH}/Hold`, {}, EMPTY);
     const [headers, flags] = await new Promise<[Record<string, unknown>, number]>((resolve) => stream.on('response', (h, f) => resolve([h, f])));
     let bodyBytes = 0;
     stream.on('data', (d: Buffer) => (bodyBytes += d.length));

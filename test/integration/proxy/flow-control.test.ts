@@ -4,17 +4,23 @@
  */
 import * as grpc from '@grpc/grpc-js';
 import { loadSync, type MessageTypeDefinition } from '@grpc/proto-loader';
-import { connect, constants, createServer, type Http2Server } from 'node:http2';
+import { constants, createServer, type Http2Server } from 'node:http2';
+import { frameMessage } from '../../../src/grpc/framing.js';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { testEngineClient, unary } from '../../support/grpc-client.js';
+import { rawCall, TEST_ENGINE_PATH } from '../../support/raw-grpc.js';
 import { startSidecarProcess, type SidecarProcess } from '../../support/sidecar-process.js';
 import { LOADER_OPTIONS, TEST_ENGINE_PROTO, startTestEngine, type TestEngine } from '../../support/test-engine.js';
 import { waitFor } from '../../support/wait.js';
 
 const MiB = 1024 * 1024;
 
-describe('back-pressure from the client to the engine', () => {
+function messageType(name: string): MessageTypeDefinition<object, object> {
+  return loadSync(TEST_ENGINE_PROTO, LOADER_OPTIONS)[`dynamo.sidecar.testing.${name}`] as MessageTypeDefinition<object, object>;
+}
+
+describe('back-pressure, both ways', () => {
   let engine: TestEngine;
   let sidecar: SidecarProcess;
 
@@ -29,15 +35,8 @@ describe('back-pressure from the client to the engine', () => {
   });
 
   it('keeps the sidecar bounded while a fast engine streams 200 MiB to a client that has stopped reading', async () => {
-    const definition = loadSync(TEST_ENGINE_PROTO, LOADER_OPTIONS);
-    const EchoRequest = definition['dynamo.sidecar.testing.EchoRequest'] as MessageTypeDefinition<object, object>;
-    const body = EchoRequest.serialize({ count: 3200, reply_bytes: 65_536 });
-    const framed = Buffer.concat([Buffer.from([0, 0, 0, 0, body.length]), body]);
-
     const rssBefore = await sidecar.metric('process_resident_memory_bytes');
-    const session = connect(`http://${sidecar.address}`);
-    const stream = session.request({ ':method': 'POST', ':path': '/dynamo.sidecar.testing.TestEngine/Flood', 'content-type': 'application/grpc', te: 'trailers' });
-    stream.end(framed);
+    const { session, stream } = rawCall(sidecar.address, `${TEST_ENGINE_PATH}/Flood`, {}, messageType('EchoRequest').serialize({ count: 3200, reply_bytes: 65_536 }));
     stream.pause(); // read nothing
 
     await waitFor(() => engine.floodWritten > 0, 'the engine to start streaming');
@@ -59,35 +58,13 @@ describe('back-pressure from the client to the engine', () => {
     // Every message arrived: 3,200 x (5-byte prefix + encoded reply of 64 KiB payload and framing).
     expect(received).toBeGreaterThan(3200 * 65_536);
   });
-});
-
-describe('back-pressure from the engine to the client', () => {
-  let engine: TestEngine;
-  let sidecar: SidecarProcess;
-
-  beforeAll(async () => {
-    engine = await startTestEngine();
-    sidecar = await startSidecarProcess(['--upstream', engine.address, '--engine-request-limit', '4']);
-  });
-
-  afterAll(async () => {
-    await sidecar?.stop();
-    await engine?.close();
-  });
 
   it('stops a client uploading 200 MiB while the engine is not reading, and delivers everything once it reads', async () => {
-    const definition = loadSync(TEST_ENGINE_PROTO, LOADER_OPTIONS);
-    const EchoRequest = definition['dynamo.sidecar.testing.EchoRequest'] as MessageTypeDefinition<object, object>;
-    const body = EchoRequest.serialize({ payload: Buffer.alloc(65_536, 1) });
-    const prefix = Buffer.alloc(5);
-    prefix.writeUInt32BE(body.length, 1);
-    const message = Buffer.concat([prefix, body]);
+    const message = frameMessage(messageType('EchoRequest').serialize({ payload: Buffer.alloc(65_536, 1) }));
     const total = 3200; // x 64 KiB = 200 MiB
 
     const rssBefore = await sidecar.metric('process_resident_memory_bytes');
-    const session = connect(`http://${sidecar.address}`);
-    const stream = session.request({ ':method': 'POST', ':path': '/dynamo.sidecar.testing.TestEngine/Sink', 'content-type': 'application/grpc', te: 'trailers' });
-    stream.on('error', () => {});
+    const { session, stream } = rawCall(sidecar.address, `${TEST_ENGINE_PATH}/Sink`);
     let written = 0;
     // Write until the stream pushes back, then wait for 'drain', for as long as it comes.
     const pump = async (limit: number, idleMs: number): Promise<void> => {
@@ -120,14 +97,10 @@ describe('back-pressure from the engine to the client', () => {
     stream.on('data', (c: Buffer) => chunks.push(c));
     expect((await trailers)['grpc-status']).toBe('0');
     session.close();
-    const reply = EchoReplyType().deserialize(Buffer.concat(chunks).subarray(5)) as { index: number };
+    const reply = messageType('EchoReply').deserialize(Buffer.concat(chunks).subarray(5)) as { index: number };
     expect(reply.index).toBe(total);
   });
 });
-
-function EchoReplyType(): MessageTypeDefinition<object, object> {
-  return loadSync(TEST_ENGINE_PROTO, LOADER_OPTIONS)['dynamo.sidecar.testing.EchoReply'] as MessageTypeDefinition<object, object>;
-}
 
 describe('engine resets', () => {
   let upstream: Http2Server;

@@ -3,9 +3,9 @@
  * each compared with the same call made straight to the engine.
  */
 import * as grpc from '@grpc/grpc-js';
-import { connect } from 'node:http2';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { testEngineClient, unary, type TestEngineClient } from '../../support/grpc-client.js';
+import { rawCall, TEST_ENGINE_PATH } from '../../support/raw-grpc.js';
 import { startSidecarProcess, type SidecarProcess } from '../../support/sidecar-process.js';
 import { startTestEngine, type EchoReply, type TestEngine } from '../../support/test-engine.js';
 import { waitFor } from '../../support/wait.js';
@@ -161,10 +161,8 @@ describe('transparent pass-through', () => {
     [{ 'content-type': 'text/plain' }, 'content-type must be application/grpc, got "text/plain"'],
   ])('answers %j with INVALID_ARGUMENT naming the header, without reaching the engine', async (headers, message) => {
     const arrivals = engine.arrivals.length;
-    const session = connect(`http://${sidecar.address}`);
+    const { session, stream } = rawCall(sidecar.address, `${TEST_ENGINE_PATH}/Hold`, headers, new Uint8Array(0));
     try {
-      const stream = session.request({ ':method': 'POST', ':path': '/dynamo.sidecar.testing.TestEngine/Hold', te: 'trailers', ...headers });
-      stream.end(Buffer.from([0, 0, 0, 0, 0]));
       const response = await new Promise<Record<string, unknown>>((resolve) => stream.on('response', resolve));
       expect(response['grpc-status']).toBe(String(grpc.status.INVALID_ARGUMENT));
       expect(response['grpc-message']).toBe(message);

@@ -1,6 +1,7 @@
 import { loadSync, type MessageTypeDefinition } from '@grpc/proto-loader';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { frameMessage } from '../../../src/grpc/framing.js';
 import { LoadTracker } from '../../../src/load/load-tracker.js';
 import { TrafficAccounting } from '../../../src/load/traffic-accounting.js';
 import { PROTO_DIR } from '../../../src/proto-path.js';
@@ -10,10 +11,7 @@ const type = (name: string): MessageTypeDefinition<object, object> => vllm[`vllm
 
 /** A gRPC length-prefixed frame of one message. */
 function frame(name: string, value: object): Buffer {
-  const body = type(name).serialize(value);
-  const prefix = Buffer.alloc(5);
-  prefix.writeUInt32BE(body.length, 1);
-  return Buffer.concat([prefix, body]);
+  return frameMessage(type(name).serialize(value));
 }
 
 const GENERATE = { ':path': '/vllm.grpc.engine.VllmEngine/Generate' };
