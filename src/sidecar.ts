@@ -12,12 +12,18 @@ import type { SidecarConfig } from './config/sidecar-config.js';
 import { LoadReporting } from './load/load-reporting.js';
 import type { Logger } from './log.js';
 import { SidecarMetrics } from './metrics/sidecar-metrics.js';
-import type { CallContext, CallObserver } from './proxy/call-context.js';
+import type { CallClock, CallContext, CallObserver } from './proxy/call-context.js';
 import { overloadResponse } from './proxy/call-error.js';
 import { HealthService } from './proxy/health-service.js';
 import { Ingress } from './proxy/ingress.js';
 import { UpstreamPool } from './proxy/upstream.js';
 import { SystemServer } from './system/system-server.js';
+
+const realClock: CallClock = {
+  now: () => performance.now(),
+  setTimer: (callback, ms) => setTimeout(callback, ms),
+  clearTimer: (handle) => clearTimeout(handle as NodeJS.Timeout),
+};
 
 export interface SidecarDeps {
   readonly logger: Logger;
@@ -89,7 +95,8 @@ export async function startSidecar(config: SidecarConfig, deps: SidecarDeps): Pr
     upstream,
     metrics,
     rejectionResponse: overloadResponse(config.retryPushbackMs),
-    now: () => performance.now(),
+    clock: realClock,
+    logger,
     observer,
   };
   const notReadyReason = (): string | undefined =>
@@ -103,7 +110,14 @@ export async function startSidecar(config: SidecarConfig, deps: SidecarDeps): Pr
   });
   upstream.onReachabilityChange(notifyState);
 
-  const ingress = new Ingress({ context, health, isDraining: () => draining });
+  const ingress = new Ingress({
+    context,
+    health,
+    isDraining: () => draining,
+    maxConcurrentStreams: 1000,
+    idleTimeoutMs: 300_000,
+    handshakeTimeoutMs: 10_000,
+  });
   const system = new SystemServer({
     registry,
     readiness: { notReadyReason },

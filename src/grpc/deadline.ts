@@ -3,6 +3,9 @@
  * HTTP/2 spec. The proxy parses it once at ingress to run its own timer while a call is
  * queued, and rewrites it on dispatch so the engine sees only the time that is left.
  */
+/** Longest delay node's timers take (2^31-1 ms, about 24.8 days); longer ones fire at once. */
+export const MAX_TIMER_MS = 2 ** 31 - 1;
+
 const UNIT_MS: Record<string, number> = { H: 3_600_000, M: 60_000, S: 1000, m: 1, u: 1e-3, n: 1e-6 };
 const TIMEOUT_RE = /^(\d{1,8})([HMSmun])$/;
 

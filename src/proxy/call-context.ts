@@ -1,17 +1,18 @@
 /**
- * What every proxied call shares: the admission gate, the engine connection, metrics, and the
- * optional observer that load accounting hooks into. Built once by the ingress.
+ * What every proxied call depends on, as small interfaces: the admission gate, the engine
+ * connection, metrics, a clock, and the optional observer that load accounting hooks into.
+ * Built once by the sidecar; unit tests give a ProxiedCall fakes of each (fake streams, fake clock).
  */
-import type { IncomingHttpHeaders, OutgoingHttpHeaders } from 'node:http2';
+import type { ClientHttp2Stream, IncomingHttpHeaders, OutgoingHttpHeaders, ServerHttp2Stream } from 'node:http2';
 import type { AdmissionGate } from '../admission/gate.js';
+import type { Logger } from '../log.js';
 import type { SidecarMetrics } from '../metrics/sidecar-metrics.js';
-import type { UpstreamPool } from './upstream.js';
 
 /** Sees the raw bytes of one dispatched call; must be cheap and must not throw. */
 export interface TrafficTap {
   request(chunk: Buffer): void;
   response(chunk: Buffer): void;
-  /** Exactly once, when the call ends for any reason. */
+  /** Exactly once, when the call leaves the engine for any reason. */
   end(): void;
 }
 
@@ -22,13 +23,45 @@ export interface CallObserver {
   dispatched(headers: IncomingHttpHeaders): TrafficTap | undefined;
 }
 
+/** The client's side of a call: the parts of node's ServerHttp2Stream a ProxiedCall uses. */
+export type DownstreamStream = Pick<
+  ServerHttp2Stream,
+  'respond' | 'write' | 'end' | 'sendTrailers' | 'close' | 'destroy' | 'pause' | 'resume' | 'on' | 'headersSent' | 'destroyed' | 'closed' | 'writableEnded'
+>;
+
+/** The engine's side of a call: the parts of node's ClientHttp2Stream a ProxiedCall uses. */
+export type UpstreamStream = Pick<ClientHttp2Stream, 'write' | 'end' | 'close' | 'pause' | 'resume' | 'on' | 'off' | 'destroyed' | 'closed' | 'writableEnded' | 'rstCode'> & {
+  readonly session: unknown;
+};
+
+/** Opens streams to the engine (UpstreamPool in production). */
+export interface UpstreamConnector {
+  /** Throws when no stream can be opened (session gone, or the headers are not sendable). */
+  request(headers: OutgoingHttpHeaders): UpstreamStream;
+  /** False for a session whose connection never came up: tells "unreachable" from "lost". */
+  wasConnected(session: unknown): boolean;
+}
+
+/** Monotonic milliseconds and one-shot timers; a fake in unit tests. */
+export interface CallClock {
+  now(): number;
+  setTimer(callback: () => void, ms: number): unknown;
+  clearTimer(handle: unknown): void;
+}
+
+export type CallMetrics = Pick<
+  SidecarMetrics,
+  'rejected' | 'admittedFromQueue' | 'cancelledWhileQueued' | 'deadlineWhileQueued' | 'upstreamError' | 'callEnded'
+>;
+
 export interface CallContext {
-  readonly gate: AdmissionGate;
-  readonly upstream: UpstreamPool;
-  readonly metrics: SidecarMetrics;
+  readonly gate: Pick<AdmissionGate, 'acquire'>;
+  readonly upstream: UpstreamConnector;
+  readonly metrics: CallMetrics;
   /** The whole RESOURCE_EXHAUSTED answer, built once (see overloadResponse). */
   readonly rejectionResponse: OutgoingHttpHeaders;
-  /** Monotonic milliseconds (performance.now in production, a fake in tests). */
-  readonly now: () => number;
+  readonly clock: CallClock;
+  /** For what a client must not see (engine addresses, internal errors). */
+  readonly logger: Logger;
   readonly observer?: CallObserver;
 }

@@ -17,8 +17,12 @@ const STATUS_OF_KIND = {
   upstream_lost: GrpcStatus.UNAVAILABLE,
   /** SIGTERM received: the sidecar admits nothing new. */
   draining: GrpcStatus.UNAVAILABLE,
-  /** The client sent something the sidecar cannot forward (bad grpc-timeout, not gRPC). */
+  /** The drain grace period ended with the call still running: retryable elsewhere, like a lost engine. */
+  shutting_down: GrpcStatus.UNAVAILABLE,
+  /** The client sent something the sidecar cannot forward (bad grpc-timeout, not gRPC, bad header). */
   invalid_request: GrpcStatus.INVALID_ARGUMENT,
+  /** A stream operation failed in a way the call's state did not foresee; the call ends, the process goes on. */
+  internal: GrpcStatus.INTERNAL,
 } as const satisfies Record<string, GrpcStatus>;
 
 export type CallErrorKind = keyof typeof STATUS_OF_KIND;

@@ -1,14 +1,16 @@
 /**
  * The gRPC ingress: an h2c server whose every stream walks the same short path, top to bottom.
  *
+ *   connection     SETTINGS_MAX_CONCURRENT_STREAMS, handshake and idle timeouts (connection-limits.ts)
  *   own services   grpc.health.v1 is answered here and never takes an admission slot
  *   protocol       only gRPC (content-type application/grpc*) is proxied
  *   draining       after SIGTERM nothing new is admitted (UNAVAILABLE)
  *   deadline       grpc-timeout is parsed once; the sidecar times queued calls itself
  *   admission      engine slot now, a place in the FIFO queue, or RESOURCE_EXHAUSTED
- *   upstream       headers and bytes forwarded untouched to the engine and back
+ *   upstream       connection-specific headers dropped; headers and bytes forwarded to the engine and back
  *
- * The last two live in ProxiedCall, which owns the call's slot until the call has ended.
+ * The last two live in ProxiedCall, the call's state machine, which owns the call's slot until
+ * the engine's part of the call has ended.
  */
 import { createServer, type Http2Server, type Http2Session, type IncomingHttpHeaders, type ServerHttp2Stream } from 'node:http2';
 import type { AddressInfo } from 'node:net';
@@ -17,31 +19,41 @@ import { parseGrpcTimeout } from '../grpc/deadline.js';
 import { respondTrailersOnly, trailersOnlyHeaders } from '../grpc/respond.js';
 import { CallError } from './call-error.js';
 import type { CallContext } from './call-context.js';
+import { limitConnection, trackStream, type ConnectionLimitOptions } from './connection-limits.js';
 import type { HealthService } from './health-service.js';
-import { ProxiedCall } from './proxied-call.js';
+import { ProxiedCall, type OpenCall } from './proxied-call.js';
 import { STREAM_WINDOW_BYTES } from './upstream.js';
 
-export interface IngressOptions {
+export interface IngressOptions extends ConnectionLimitOptions {
   readonly context: CallContext;
   readonly health: HealthService;
   readonly isDraining: () => boolean;
+  /** SETTINGS_MAX_CONCURRENT_STREAMS advertised to every client connection. */
+  readonly maxConcurrentStreams: number;
 }
 
 export class Ingress {
   private readonly server: Http2Server;
   private readonly sessions = new Set<Http2Session>();
+  private readonly openCalls = new Set<OpenCall>();
 
   constructor(private readonly options: IngressOptions) {
     this.server = createServer({
-      settings: { initialWindowSize: STREAM_WINDOW_BYTES, enablePush: false },
+      settings: { initialWindowSize: STREAM_WINDOW_BYTES, enablePush: false, maxConcurrentStreams: options.maxConcurrentStreams },
       maxSessionMemory: 256,
     });
     this.server.on('stream', (stream, headers) => this.onStream(stream, headers));
     this.server.on('session', (session) => {
       this.sessions.add(session);
+      limitConnection(session, options);
       session.on('error', () => {}); // a broken client connection ends its streams; nothing else to do
       session.on('close', () => this.sessions.delete(session));
     });
+  }
+
+  /** Calls admitted or queued and not yet ended. */
+  get openCallCount(): number {
+    return this.openCalls.size;
   }
 
   /** Binds and resolves with the port actually bound (useful when asked for port 0). */
@@ -58,6 +70,7 @@ export class Ingress {
   private onStream(stream: ServerHttp2Stream, headers: IncomingHttpHeaders): void {
     const { context, health } = this.options;
     const path = headers[':path'];
+    trackStream(stream);
 
     if (health.handles(path)) return health.serve(stream, headers);
 
@@ -75,10 +88,17 @@ export class Ingress {
     if (typeof timeout === 'string') {
       const ms = parseGrpcTimeout(timeout);
       if (ms === undefined) return this.refuse(stream, new CallError('invalid_request', `invalid grpc-timeout header "${timeout}"`));
-      deadlineAt = context.now() + ms;
+      deadlineAt = context.clock.now() + ms;
     }
 
-    new ProxiedCall(context, stream, headers, deadlineAt).start();
+    new ProxiedCall(context, stream, headers, deadlineAt, this.openCalls).start();
+  }
+
+  /** The drain grace period is over: every call still open ends with UNAVAILABLE (retryable elsewhere). */
+  cutOpenCalls(): number {
+    const calls = [...this.openCalls];
+    for (const call of calls) call.shutdown();
+    return calls.length;
   }
 
   private refuse(stream: ServerHttp2Stream, error: CallError): void {
@@ -87,8 +107,12 @@ export class Ingress {
     this.options.context.metrics.callEnded(error.status);
   }
 
-  /** Stops accepting connections; open sessions get GOAWAY and may finish their calls. */
+  /**
+   * Stops accepting connections. Calls still open end with UNAVAILABLE (the drain grace period
+   * is over by now); open sessions get GOAWAY and `graceMs` to deliver those answers.
+   */
   async close(graceMs = 1000): Promise<void> {
+    this.cutOpenCalls();
     const closed = new Promise<void>((resolve) => this.server.close(() => resolve()));
     for (const session of this.sessions) session.close();
     const timer = setTimeout(() => {

@@ -1,294 +1,620 @@
 /**
- * One proxied gRPC call, from ingress to its end. The call owns its admission permit and
- * releases it exactly once, on whichever exit comes first:
- *   trailers (or a Trailers-Only answer) handed to the client, the sidecar's own error answer,
- *   client cancel/reset, deadline, or the engine's connection failing.
- * A queued call that is cancelled or expires leaves the queue at once and is never sent upstream.
+ * One proxied gRPC call, from ingress to its end, as an explicit state machine.
+ *
+ *   queued ──admitted──► awaiting_response ──engine headers──► streaming ──engine done──► ending ──trailers sent──► ended
+ *     │                        │ Trailers-Only from the engine ──────────────────────────────────────────────────►│
+ *     └── rejected, expired, cancelled, deadline, shutdown: the sidecar's own answer or a reset ─────────────────►│
+ *
+ *   queued             waiting for an engine slot (holds a queue ticket); nothing sent upstream yet
+ *   awaiting_response  holds a slot; request forwarded, no response headers yet
+ *   streaming          holds a slot; response headers sent to the client, bytes flowing both ways
+ *   ending             the engine is done (slot released); the client's side drains, then gets trailers
+ *   ended              terminal: every later event is ignored
+ *
+ * Every event (client data/end/reset/close, engine response/data/trailers/reset/close/error,
+ * flow-control drains, deadline, shutdown) is handled in every phase by a `switch` on the phase:
+ * a transition, or an explicit ignore. Invariants, tested with fake streams and a fake clock:
+ *   - the slot is released exactly once, on the first event that ends the engine's part of the call;
+ *   - a call whose deadline has passed is never dispatched;
+ *   - nothing is written to either stream after the call ended, and no write throws out of here:
+ *     every write goes through one guard (`headersSent`, `closed`, `destroyed`, `writableEnded`),
+ *     and an operation that still throws ends the call with INTERNAL instead of the process.
  *
  * Bytes are forwarded untouched in both directions; a write that the other side's HTTP/2 flow
- * control cannot take yet pauses the source until 'drain', so a client that stops reading stops
- * the engine's stream, and the other way round.
- *
- * This is the per-call hot path, so its stream listeners are module-level functions that find
- * their call through a symbol on the stream, instead of closures allocated for every call, and
- * forwarding is a plain data/write/drain loop rather than stream.pipe() and its listener set.
+ * control cannot take yet pauses the source until 'drain'. This is the per-call hot path, so
+ * stream listeners are module-level functions that find their call through a symbol on the
+ * stream instead of closures allocated per call.
  */
-import { constants, type ClientHttp2Session, type ClientHttp2Stream, type IncomingHttpHeaders, type OutgoingHttpHeaders, type ServerHttp2Stream } from 'node:http2';
+import { constants, type IncomingHttpHeaders, type OutgoingHttpHeaders } from 'node:http2';
 import type { Permit, QueueTicket } from '../admission/gate.js';
-import { formatGrpcTimeout } from '../grpc/deadline.js';
-import { respondTrailersOnly, statusTrailers, trailersOnlyHeaders } from '../grpc/respond.js';
+import { MAX_TIMER_MS, formatGrpcTimeout } from '../grpc/deadline.js';
+import { statusTrailers, trailersOnlyHeaders } from '../grpc/respond.js';
 import { GrpcStatus, parseStatus } from '../grpc/status.js';
 import { CallError } from './call-error.js';
-import type { CallContext, TrafficTap } from './call-context.js';
+import type { CallContext, DownstreamStream, TrafficTap, UpstreamStream } from './call-context.js';
+import { isHeaderError, stripConnectionHeaders } from './request-headers.js';
 
 const { NGHTTP2_CANCEL, NGHTTP2_NO_ERROR, NGHTTP2_REFUSED_STREAM, NGHTTP2_FLAG_END_STREAM } = constants;
 
+export type CallPhase = 'queued' | 'awaiting_response' | 'streaming' | 'ending' | 'ended';
+
+/** What clients are told when the engine cannot be used; the engine's address goes to the logs only. */
+export const ENGINE_UNAVAILABLE_MESSAGE = 'engine unavailable';
+export const ENGINE_LOST_MESSAGE = 'engine connection lost during the call';
+export const SHUTDOWN_MESSAGE = 'worker shutting down: call cut at the end of the drain grace period';
+
 const CALL = Symbol('dynamo-sidecar.call');
 type WithCall<S> = S & { [CALL]: ProxiedCall };
-type Downstream = WithCall<ServerHttp2Stream>;
-type Upstream = WithCall<ClientHttp2Stream>;
 
 const RESPOND_AWAITING_TRAILERS = Object.freeze({ waitForTrailers: true });
-const RESPOND_TRAILERS_ONLY = Object.freeze({ endStream: true });
+const RESPOND_END_STREAM = Object.freeze({ endStream: true });
 
-type Phase = 'queued' | 'upstream' | 'ended';
+/** A call that the ingress can cut when the drain grace period ends. */
+export interface OpenCall {
+  shutdown(): void;
+}
 
-export class ProxiedCall {
-  private phase: Phase = 'queued';
+export class ProxiedCall implements OpenCall {
+  private state: CallPhase = 'queued';
   private permit: Permit | undefined;
   private ticket: QueueTicket | undefined;
-  private upstream: Upstream | undefined;
-  private upstreamSession: ClientHttp2Session | undefined;
-  private timer: NodeJS.Timeout | undefined;
-  private upstreamTrailers: IncomingHttpHeaders | undefined;
-  /** Set when the sidecar ends a call whose response headers already went out. */
-  private overrideTrailers: OutgoingHttpHeaders | undefined;
+  private upstream: UpstreamStream | undefined;
+  private upstreamSession: unknown;
   private upstreamError: Error | undefined;
+  private engineTrailers: IncomingHttpHeaders | undefined;
+  /** The trailers the client gets once its side has drained (the engine's, or the sidecar's own). */
+  private finalTrailers: OutgoingHttpHeaders | undefined;
+  private finalStatus: number = GrpcStatus.OK;
+  private timer: unknown;
   private tap: TrafficTap | undefined;
   private readonly arrivedAt: number;
-  private readonly downstream: Downstream;
+  private readonly downstream: WithCall<DownstreamStream>;
 
   constructor(
     private readonly ctx: CallContext,
-    downstream: ServerHttp2Stream,
+    downstream: DownstreamStream,
     private readonly headers: IncomingHttpHeaders,
-    /** Absolute deadline on ctx.now()'s clock, if the client sent grpc-timeout. */
+    /** Absolute deadline on ctx.clock's time, if the client sent grpc-timeout. */
     private readonly deadlineAt: number | undefined,
+    /** Open calls, so that shutdown can cut them; the call leaves it when it ends. */
+    private readonly openCalls?: Set<OpenCall>,
   ) {
-    this.arrivedAt = ctx.now();
-    this.downstream = downstream as Downstream;
+    this.arrivedAt = ctx.clock.now();
+    this.downstream = downstream as WithCall<DownstreamStream>;
     this.downstream[CALL] = this;
-    downstream.on('error', ignore); // always followed by 'close', handled there
-    downstream.on('close', onDownstreamClose);
+    // Stream errors are always followed by 'close' (or come after 'aborted'); both are handled.
+    downstream.on('error', ignore);
   }
 
-  /** Admission: a slot now, a place in the queue, or RESOURCE_EXHAUSTED. */
+  get phase(): CallPhase {
+    return this.state;
+  }
+
+  /** Admission: refuse an expired call, else a slot now, a place in the queue, or RESOURCE_EXHAUSTED. */
   start(): void {
-    const admission = this.ctx.gate.acquire((permit) => this.onAdmitFromQueue(permit));
-    if (admission.kind === 'admitted') {
-      this.armDeadline();
-      this.dispatch(admission.permit);
-    } else if (admission.kind === 'queued') {
-      this.ticket = admission.ticket;
-      this.armDeadline();
-    } else {
+    if (this.deadlineAt !== undefined && this.deadlineAt <= this.arrivedAt) {
+      return this.answer(new CallError('deadline_exceeded', 'Deadline exceeded before the call reached the engine'));
+    }
+    const admission = this.ctx.gate.acquire(onAdmitFromQueue.bind(this));
+    if (admission.kind === 'rejected') {
       this.ctx.metrics.rejected();
       this.ctx.observer?.rejected();
-      respondTrailersOnly(this.downstream, this.ctx.rejectionResponse);
-      this.endCall(GrpcStatus.RESOURCE_EXHAUSTED);
+      this.terminate(GrpcStatus.RESOURCE_EXHAUSTED);
+      this.respondDown(this.ctx.rejectionResponse, RESPOND_END_STREAM);
+      return this.discardRequest();
+    }
+    this.openCalls?.add(this);
+    const downstream = this.downstream;
+    downstream.on('close', onClientClose);
+    downstream.on('aborted', onClientAborted);
+    this.armDeadline();
+    if (admission.kind === 'admitted') this.dispatch(admission.permit);
+    else this.ticket = admission.ticket;
+  }
+
+  // ---- events ------------------------------------------------------------------------------
+
+  /** A queued call reached a slot. */
+  onAdmitted(permit: Permit): void {
+    switch (this.state) {
+      case 'queued':
+        this.ticket = undefined;
+        if (this.deadlineAt !== undefined && this.deadlineAt <= this.ctx.clock.now()) {
+          // The slot came at (or after) the deadline, before the timer ran: never dispatch it.
+          permit.release();
+          return this.onDeadline();
+        }
+        this.ctx.metrics.admittedFromQueue((this.ctx.clock.now() - this.arrivedAt) / 1000);
+        return this.dispatch(permit);
+      case 'awaiting_response':
+      case 'streaming':
+      case 'ending':
+      case 'ended':
+        // The ticket is cancelled whenever a call leaves the queue, so this cannot happen; a
+        // permit nobody holds would strand a slot, so give it back.
+        return permit.release();
     }
   }
 
-  private onAdmitFromQueue(permit: Permit): void {
-    this.ticket = undefined;
-    this.ctx.metrics.admittedFromQueue((this.ctx.now() - this.arrivedAt) / 1000);
-    this.dispatch(permit);
-  }
-
-  private armDeadline(): void {
-    if (this.deadlineAt === undefined) return;
-    const delay = this.deadlineAt - this.ctx.now();
-    if (delay <= 0) return void this.onDeadline();
-    this.timer = setTimeout(() => this.onDeadline(), delay);
-  }
-
-  private onDeadline(): void {
+  onDeadline(): void {
     this.timer = undefined;
-    if (this.phase === 'queued') {
-      this.ticket?.cancel();
-      this.ctx.metrics.deadlineWhileQueued();
-      const waited = Math.round(this.ctx.now() - this.arrivedAt);
-      this.answer(new CallError('deadline_exceeded', `Deadline exceeded while queued in the sidecar (waited ${waited} ms)`));
-    } else if (this.phase === 'upstream') {
-      this.fail(new CallError('deadline_exceeded', 'Deadline exceeded'));
+    if (this.state === 'ended') return;
+    const now = this.ctx.clock.now();
+    if (this.deadlineAt !== undefined && now < this.deadlineAt) return this.armDeadline(); // a clamped long timer
+    switch (this.state) {
+      case 'queued': {
+        this.ticket?.cancel();
+        this.ticket = undefined;
+        this.ctx.metrics.deadlineWhileQueued();
+        const waited = Math.round(now - this.arrivedAt);
+        return this.answer(new CallError('deadline_exceeded', `Deadline exceeded while queued in the sidecar (waited ${waited} ms)`));
+      }
+      case 'awaiting_response':
+      case 'streaming':
+        return this.fail(new CallError('deadline_exceeded', 'Deadline exceeded'));
+      case 'ending':
+        // The engine is done but the client has not taken the end of the answer in time.
+        this.terminate(GrpcStatus.DEADLINE_EXCEEDED);
+        return this.resetDown(NGHTTP2_CANCEL);
     }
   }
 
-  /** Upstream: forward headers, then bytes both ways. */
+  /** The drain grace period is over: end the call with a status clients retry elsewhere. */
+  shutdown(): void {
+    switch (this.state) {
+      case 'queued':
+        this.ticket?.cancel();
+        this.ticket = undefined;
+        return this.answer(new CallError('shutting_down', SHUTDOWN_MESSAGE));
+      case 'awaiting_response':
+      case 'streaming':
+        return this.fail(new CallError('shutting_down', SHUTDOWN_MESSAGE));
+      case 'ending': // the engine's answer is complete; the connection's own close delivers or cuts it
+      case 'ended':
+        return;
+    }
+  }
+
+  /** Client -> engine bytes; the tap looks only after the bytes are on their way. */
+  onClientData(chunk: Buffer): void {
+    switch (this.state) {
+      case 'awaiting_response':
+      case 'streaming':
+        if (!this.writeUp(chunk)) this.downstream.pause();
+        this.tap?.request(chunk);
+        return;
+      case 'queued': // not read while queued: no 'data' listener until dispatch
+      case 'ending': // the engine has answered; the rest of the request is discarded
+      case 'ended':
+        return;
+    }
+  }
+
+  onClientEnd(): void {
+    switch (this.state) {
+      case 'awaiting_response':
+      case 'streaming':
+        return this.endUp();
+      case 'queued':
+      case 'ending':
+      case 'ended':
+        return;
+    }
+  }
+
+  /**
+   * The client reset the stream ('aborted': our side was still open) or the stream closed. An
+   * RST_STREAM(NO_ERROR) on a stream we are not reading never emits 'close', so 'aborted' is a
+   * terminal event of its own: without it such a call would hold its slot forever.
+   */
+  onClientGone(): void {
+    switch (this.state) {
+      case 'queued':
+        if (this.ticket?.cancel()) this.ctx.metrics.cancelledWhileQueued();
+        this.ticket = undefined;
+        this.terminate(GrpcStatus.CANCELLED);
+        return this.destroyDown();
+      case 'awaiting_response':
+      case 'streaming':
+      case 'ending':
+        this.terminate(GrpcStatus.CANCELLED); // also cancels the engine's stream
+        return this.destroyDown();
+      case 'ended':
+        return;
+    }
+  }
+
+  onClientDrain(): void {
+    switch (this.state) {
+      case 'streaming':
+        this.upstream?.resume();
+        return;
+      case 'queued':
+      case 'awaiting_response':
+      case 'ending':
+      case 'ended':
+        return;
+    }
+  }
+
+  /** The client's side has drained after end(): the trailers go out now. */
+  onClientWantTrailers(): void {
+    switch (this.state) {
+      case 'ending':
+        this.terminate(this.finalStatus);
+        return this.trailersDown(this.finalTrailers ?? statusTrailers(GrpcStatus.INTERNAL, 'missing trailers'));
+      case 'queued':
+      case 'awaiting_response':
+      case 'streaming': // end() is only called on entering 'ending', so 'wantTrailers' cannot come earlier
+      case 'ended':
+        return;
+    }
+  }
+
+  onEngineResponse(responseHeaders: IncomingHttpHeaders, flags: number): void {
+    switch (this.state) {
+      case 'awaiting_response':
+        if (flags & NGHTTP2_FLAG_END_STREAM) {
+          // Trailers-Only from the engine: pass it on as Trailers-Only (terminate also closes our
+          // request side to the engine, which may still be open).
+          if (this.downstream.headersSent || !ProxiedCall.writable(this.downstream)) return this.onClientGone();
+          this.terminate(parseStatus(responseHeaders['grpc-status']));
+          this.respondDown(responseHeaders, RESPOND_END_STREAM);
+          return this.discardRequest();
+        }
+        if (!this.respondDown(responseHeaders, RESPOND_AWAITING_TRAILERS)) return this.onClientGone();
+        this.state = 'streaming';
+        this.downstream.on('wantTrailers', onClientWantTrailers);
+        this.downstream.on('drain', onClientDrain);
+        this.upstream!.on('data', onEngineData);
+        return;
+      case 'queued':
+      case 'streaming': // informational or repeated headers are not a new response
+      case 'ending':
+      case 'ended':
+        return;
+    }
+  }
+
+  /** Engine -> client bytes. */
+  onEngineData(chunk: Buffer): void {
+    switch (this.state) {
+      case 'streaming':
+        if (!this.writeDown(chunk)) this.upstream!.pause();
+        this.tap?.response(chunk);
+        return;
+      case 'queued':
+      case 'awaiting_response': // no 'data' listener before the response headers
+      case 'ending':
+      case 'ended':
+        return;
+    }
+  }
+
+  onEngineTrailers(trailers: IncomingHttpHeaders): void {
+    switch (this.state) {
+      case 'awaiting_response':
+      case 'streaming':
+        this.engineTrailers = trailers;
+        return;
+      case 'queued':
+      case 'ending':
+      case 'ended':
+        return;
+    }
+  }
+
+  onEngineError(err: Error): void {
+    // Always followed by 'close' (or preceded by 'aborted'); remembered to tell a lost session from a reset.
+    this.upstreamError ??= err;
+  }
+
+  onEngineDrain(): void {
+    switch (this.state) {
+      case 'awaiting_response':
+      case 'streaming':
+        this.downstream.resume();
+        return;
+      case 'queued':
+      case 'ending':
+      case 'ended':
+        return;
+    }
+  }
+
+  /** The engine reset the stream while our request side was open: final unless its trailers came first. */
+  onEngineAborted(): void {
+    if (this.engineTrailers) return; // complete answer; 'close' follows once its last bytes are read
+    this.onEngineClosed();
+  }
+
+  onEngineClosed(): void {
+    switch (this.state) {
+      case 'awaiting_response':
+      case 'streaming':
+        return this.afterEngineStream();
+      case 'queued':
+      case 'ending':
+      case 'ended':
+        return;
+    }
+  }
+
+  // ---- transitions -------------------------------------------------------------------------
+
   private dispatch(permit: Permit): void {
     this.permit = permit;
-    this.phase = 'upstream';
-    const headers = this.headers;
-    if (this.deadlineAt !== undefined) headers['grpc-timeout'] = formatGrpcTimeout(this.deadlineAt - this.ctx.now());
-    let upstream: Upstream;
+    const headers = stripConnectionHeaders(this.headers);
+    if (this.deadlineAt !== undefined) headers['grpc-timeout'] = formatGrpcTimeout(this.deadlineAt - this.ctx.clock.now());
+    let upstream: WithCall<UpstreamStream>;
     try {
-      upstream = this.ctx.upstream.request(headers) as Upstream;
+      upstream = this.ctx.upstream.request(headers) as WithCall<UpstreamStream>;
     } catch (err) {
+      if (isHeaderError(err)) {
+        return this.answer(new CallError('invalid_request', `request headers cannot be forwarded: ${(err as Error).message}`));
+      }
       this.ctx.metrics.upstreamError('connect');
-      return this.fail(new CallError('upstream_unavailable', `${this.ctx.upstream.unreachableReason}: ${(err as Error).message}`, { cause: err }));
+      this.ctx.logger.debug('call not dispatched: engine stream could not be opened', { error: (err as Error).message });
+      return this.answer(new CallError('upstream_unavailable', ENGINE_UNAVAILABLE_MESSAGE, { cause: err }));
     }
+    this.state = 'awaiting_response';
     upstream[CALL] = this;
     this.upstream = upstream;
-    this.upstreamSession = upstream.session as ClientHttp2Session | undefined;
-    upstream.on('response', onUpstreamResponse);
-    upstream.on('trailers', onUpstreamTrailers);
-    upstream.on('error', onUpstreamError);
-    upstream.on('close', onUpstreamClose);
-    upstream.on('drain', onUpstreamDrain);
+    this.upstreamSession = upstream.session;
+    upstream.on('response', onEngineResponse);
+    upstream.on('trailers', onEngineTrailers);
+    upstream.on('error', onEngineError);
+    upstream.on('aborted', onEngineAborted);
+    upstream.on('close', onEngineClose);
+    upstream.on('drain', onEngineDrain);
     this.tap = this.ctx.observer?.dispatched(headers);
     const downstream = this.downstream;
-    downstream.on('data', onRequestData);
-    downstream.on('end', onRequestEnd);
+    downstream.on('data', onClientData);
+    downstream.on('end', onClientEnd);
   }
 
-  /** Client -> engine; the tap looks only after the bytes are on their way. */
-  requestData(chunk: Buffer): void {
+  /** The engine's stream is over: its trailers, a reset, or the connection failing. */
+  private afterEngineStream(): void {
     const upstream = this.upstream!;
-    if (!upstream.write(chunk)) this.downstream.pause();
-    this.tap?.request(chunk);
-  }
-
-  requestEnd(): void {
-    const upstream = this.upstream!;
-    if (!upstream.destroyed) upstream.end();
-  }
-
-  /** Engine -> client. */
-  responseData(chunk: Buffer): void {
-    const downstream = this.downstream;
-    if (!downstream.write(chunk)) this.upstream!.pause();
-    this.tap?.response(chunk);
-  }
-
-  resumeUpstream(): void {
-    this.upstream?.resume();
-  }
-
-  resumeDownstream(): void {
-    this.downstream.resume();
-  }
-
-  onResponse(responseHeaders: IncomingHttpHeaders, flags: number): void {
-    const downstream = this.downstream;
-    if (this.phase !== 'upstream' || downstream.destroyed) return;
-    if (flags & NGHTTP2_FLAG_END_STREAM) {
-      // Trailers-Only from the engine: pass it on as Trailers-Only.
-      downstream.respond(responseHeaders, RESPOND_TRAILERS_ONLY);
-      return this.endCall(parseStatus(responseHeaders['grpc-status']));
+    if (this.engineTrailers) {
+      this.finalStatus = parseStatus(this.engineTrailers['grpc-status']);
+      return this.beginEnding(this.engineTrailers);
     }
-    downstream.respond(responseHeaders, RESPOND_AWAITING_TRAILERS);
-    downstream.on('wantTrailers', onWantTrailers);
-    downstream.on('drain', onDownstreamDrain);
-    // The client's side is ended in onUpstreamClose, which knows whether the engine ended
-    // with trailers or reset the stream (a reset upstream also emits 'end').
-    this.upstream!.on('data', onResponseData);
-  }
-
-  setUpstreamTrailers(trailers: IncomingHttpHeaders): void {
-    this.upstreamTrailers = trailers;
-  }
-
-  setUpstreamError(err: Error): void {
-    this.upstreamError = err;
-  }
-
-  sendTrailers(): void {
-    const trailers = this.overrideTrailers ?? this.upstreamTrailers!;
-    if (!this.downstream.destroyed) this.downstream.sendTrailers(trailers);
-    this.endCall(parseStatus(trailers['grpc-status'] as string | undefined));
-  }
-
-  onUpstreamClose(): void {
-    if (this.phase !== 'upstream') return;
-    const upstream = this.upstream!;
-    const { downstream } = this;
-    if (this.upstreamTrailers) {
-      // Ended normally: the trailers go out once the client's side has drained ('wantTrailers').
-      if (!downstream.writableEnded) downstream.end();
-      return;
-    }
-    const session = this.upstreamSession;
+    const session = this.upstreamSession as { destroyed?: boolean; closed?: boolean } | undefined;
     if (this.upstreamError || !session || session.destroyed || session.closed) {
       const neverConnected = !this.ctx.upstream.wasConnected(session);
       this.ctx.metrics.upstreamError(neverConnected ? 'connect' : 'session_lost');
       return this.fail(
         neverConnected
-          ? new CallError('upstream_unavailable', this.ctx.upstream.unreachableReason, { cause: this.upstreamError })
-          : new CallError('upstream_lost', `upstream ${this.ctx.upstream.address} connection lost during the call`, { cause: this.upstreamError }),
+          ? new CallError('upstream_unavailable', ENGINE_UNAVAILABLE_MESSAGE, { cause: this.upstreamError })
+          : new CallError('upstream_lost', ENGINE_LOST_MESSAGE, { cause: this.upstreamError }),
       );
     }
     // The engine reset the stream (node reports a reset after the request side ended as code 0):
     // pass the same reset on, so the client sees exactly what a direct caller would.
     const code = upstream.rstCode ?? NGHTTP2_NO_ERROR;
     this.ctx.metrics.upstreamError('reset');
-    this.endCall(code === NGHTTP2_CANCEL ? GrpcStatus.CANCELLED : code === NGHTTP2_REFUSED_STREAM ? GrpcStatus.UNAVAILABLE : GrpcStatus.INTERNAL);
-    if (!downstream.destroyed) downstream.close(code);
+    this.terminate(code === NGHTTP2_CANCEL ? GrpcStatus.CANCELLED : code === NGHTTP2_REFUSED_STREAM ? GrpcStatus.UNAVAILABLE : GrpcStatus.INTERNAL);
+    this.resetDown(code);
   }
 
-  onDownstreamClose(): void {
-    if (this.phase === 'ended') return;
-    if (this.phase === 'queued') {
-      if (this.ticket?.cancel()) this.ctx.metrics.cancelledWhileQueued();
-    } else {
-      this.upstream?.close(NGHTTP2_CANCEL);
-    }
-    this.endCall(GrpcStatus.CANCELLED);
+  /**
+   * The engine's part is over: free the slot, cancel the engine's stream if it is still open,
+   * end the client's side, and send `trailers` once it has drained.
+   */
+  private beginEnding(trailers: OutgoingHttpHeaders): void {
+    this.state = 'ending';
+    this.finalTrailers = trailers;
+    this.releaseSlot();
+    this.resetUp(NGHTTP2_CANCEL);
+    if (!this.endDown()) this.terminate(GrpcStatus.CANCELLED);
   }
 
-  /** The sidecar's own answer before any response header went out (reject, queue deadline). */
+  /** The sidecar's own answer before any response header went out (reject, deadline, no engine). */
   private answer(error: CallError): void {
-    respondTrailersOnly(this.downstream, trailersOnlyHeaders(error.status, error.message));
-    this.endCall(error.status);
+    this.terminate(error.status);
+    this.respondDown(trailersOnlyHeaders(error.status, error.message), RESPOND_END_STREAM);
+    this.discardRequest();
   }
 
   /** Ends a call that is in the engine: cancel upstream, free the slot, tell the client. */
   private fail(error: CallError): void {
-    if (this.phase === 'ended') return;
-    const upstream = this.upstream;
-    if (upstream) {
-      upstream.off('data', onResponseData);
-      if (!upstream.destroyed) upstream.close(NGHTTP2_CANCEL);
-    }
     if (!this.downstream.headersSent) return this.answer(error);
-    // Response already started: end it with our status in the trailers.
-    this.overrideTrailers = statusTrailers(error.status, error.message);
-    this.endCall(error.status);
-    if (!this.downstream.destroyed && !this.downstream.writableEnded) this.downstream.end();
+    // The response has started: end it with the sidecar's status in the trailers.
+    this.finalStatus = error.status;
+    this.beginEnding(statusTrailers(error.status, error.message));
   }
 
-  /** The single exit: clears the timer, releases the slot once, records the outcome. */
-  private endCall(status: number): void {
-    if (this.phase === 'ended') return;
-    this.phase = 'ended';
-    clearTimeout(this.timer);
-    this.permit?.release();
-    this.tap?.end();
+  private armDeadline(): void {
+    if (this.deadlineAt === undefined) return;
+    // Node's timers overflow past 2^31-1 ms (about 24.8 days) and would fire at once; a longer
+    // deadline is timed in steps of the maximum instead.
+    const delay = Math.min(MAX_TIMER_MS, Math.max(0, this.deadlineAt - this.ctx.clock.now()));
+    this.timer = this.ctx.clock.setTimer(onDeadline.bind(this), delay);
+  }
+
+  private releaseSlot(): void {
+    const permit = this.permit;
+    if (!permit) return;
+    this.permit = undefined;
+    permit.release();
+    const tap = this.tap;
+    this.tap = undefined;
+    tap?.end();
+  }
+
+  /**
+   * The single exit: clears the timer, releases the slot once, cancels the engine's stream if it
+   * is still open, records the outcome. Callers end the call here first and only then touch the
+   * client's stream, since stream operations can emit events synchronously ('aborted' from
+   * close()), and those must find the call already ended.
+   */
+  private terminate(status: number): void {
+    if (this.state === 'ended') return;
+    this.state = 'ended';
+    if (this.timer !== undefined) this.ctx.clock.clearTimer(this.timer);
+    this.timer = undefined;
+    this.releaseSlot();
+    this.resetUp(NGHTTP2_CANCEL);
+    this.openCalls?.delete(this);
     this.ctx.metrics.callEnded(status);
   }
+
+  // ---- guarded stream operations: the only places that touch the streams ---------------------
+
+  private static writable(stream: DownstreamStream | UpstreamStream): boolean {
+    return !stream.destroyed && !stream.closed && !stream.writableEnded;
+  }
+
+  /** A stream operation threw although its guard allowed it: end the call with INTERNAL, not the process. */
+  private onStreamFault(what: string, err: unknown): void {
+    this.ctx.logger.warn('stream operation failed; call ended', { operation: what, error: (err as Error)?.message });
+    this.terminate(GrpcStatus.INTERNAL);
+    this.destroyDown();
+  }
+
+  private respondDown(headers: OutgoingHttpHeaders, options: typeof RESPOND_END_STREAM | typeof RESPOND_AWAITING_TRAILERS): boolean {
+    const down = this.downstream;
+    if (down.headersSent || !ProxiedCall.writable(down)) return false;
+    try {
+      down.respond(headers, options);
+      return true;
+    } catch (err) {
+      this.onStreamFault('respond', err);
+      return false;
+    }
+  }
+
+  /** False when the client's flow-control window is full (pause the engine until 'drain'). */
+  private writeDown(chunk: Buffer): boolean {
+    const down = this.downstream;
+    if (!ProxiedCall.writable(down)) return true;
+    try {
+      return down.write(chunk);
+    } catch (err) {
+      this.onStreamFault('write to client', err);
+      return true;
+    }
+  }
+
+  private endDown(): boolean {
+    const down = this.downstream;
+    if (!ProxiedCall.writable(down)) return false;
+    try {
+      down.end();
+      return true;
+    } catch (err) {
+      this.onStreamFault('end client stream', err);
+      return false;
+    }
+  }
+
+  private trailersDown(trailers: OutgoingHttpHeaders): void {
+    const down = this.downstream;
+    if (down.destroyed || down.closed) return;
+    try {
+      down.sendTrailers(trailers);
+    } catch (err) {
+      this.onStreamFault('send trailers', err);
+    }
+  }
+
+  private resetDown(code: number): void {
+    const down = this.downstream;
+    if (down.destroyed || down.closed) return;
+    try {
+      down.close(code);
+    } catch (err) {
+      this.onStreamFault('reset client stream', err);
+    }
+  }
+
+  private destroyDown(): void {
+    if (!this.downstream.destroyed) this.downstream.destroy();
+  }
+
+  /** After the sidecar's own answer: read and drop whatever request body is still coming. */
+  private discardRequest(): void {
+    if (!this.downstream.destroyed) this.downstream.resume();
+  }
+
+  /** False when the engine's flow-control window is full (pause the client until 'drain'). */
+  private writeUp(chunk: Buffer): boolean {
+    const up = this.upstream;
+    if (!up || !ProxiedCall.writable(up)) return true;
+    try {
+      return up.write(chunk);
+    } catch (err) {
+      this.onStreamFault('write to engine', err);
+      return true;
+    }
+  }
+
+  private endUp(): void {
+    const up = this.upstream;
+    if (!up || !ProxiedCall.writable(up)) return;
+    try {
+      up.end();
+    } catch (err) {
+      this.onStreamFault('end engine stream', err);
+    }
+  }
+
+  private resetUp(code: number): void {
+    const up = this.upstream;
+    if (!up || up.destroyed || up.closed) return;
+    try {
+      up.close(code);
+    } catch {
+      // close() on a stream that is going away anyway; nothing more to do for it
+    }
+  }
 }
 
-// Stream listeners, shared by every call; `this` is the stream that emitted the event.
+// Stream listeners, shared by every call; `this` is the stream (or call) that emitted the event.
 function ignore(): void {}
-function onDownstreamClose(this: Downstream): void {
-  this[CALL].onDownstreamClose();
+function onAdmitFromQueue(this: ProxiedCall, permit: Permit): void {
+  this.onAdmitted(permit);
 }
-function onRequestData(this: Downstream, chunk: Buffer): void {
-  this[CALL].requestData(chunk);
+function onDeadline(this: ProxiedCall): void {
+  this.onDeadline();
 }
-function onRequestEnd(this: Downstream): void {
-  this[CALL].requestEnd();
+function onClientClose(this: WithCall<DownstreamStream>): void {
+  this[CALL].onClientGone();
 }
-function onDownstreamDrain(this: Downstream): void {
-  this[CALL].resumeUpstream();
+function onClientAborted(this: WithCall<DownstreamStream>): void {
+  this[CALL].onClientGone();
 }
-function onWantTrailers(this: Downstream): void {
-  this[CALL].sendTrailers();
+function onClientData(this: WithCall<DownstreamStream>, chunk: Buffer): void {
+  this[CALL].onClientData(chunk);
 }
-function onUpstreamResponse(this: Upstream, headers: IncomingHttpHeaders, flags: number): void {
-  this[CALL].onResponse(headers, flags);
+function onClientEnd(this: WithCall<DownstreamStream>): void {
+  this[CALL].onClientEnd();
 }
-function onUpstreamTrailers(this: Upstream, trailers: IncomingHttpHeaders): void {
-  this[CALL].setUpstreamTrailers(trailers);
+function onClientDrain(this: WithCall<DownstreamStream>): void {
+  this[CALL].onClientDrain();
 }
-function onUpstreamError(this: Upstream, err: Error): void {
-  this[CALL].setUpstreamError(err);
+function onClientWantTrailers(this: WithCall<DownstreamStream>): void {
+  this[CALL].onClientWantTrailers();
 }
-function onUpstreamClose(this: Upstream): void {
-  this[CALL].onUpstreamClose();
+function onEngineResponse(this: WithCall<UpstreamStream>, headers: IncomingHttpHeaders, flags: number): void {
+  this[CALL].onEngineResponse(headers, flags);
 }
-function onUpstreamDrain(this: Upstream): void {
-  this[CALL].resumeDownstream();
+function onEngineTrailers(this: WithCall<UpstreamStream>, trailers: IncomingHttpHeaders): void {
+  this[CALL].onEngineTrailers(trailers);
 }
-function onResponseData(this: Upstream, chunk: Buffer): void {
-  this[CALL].responseData(chunk);
+function onEngineError(this: WithCall<UpstreamStream>, err: Error): void {
+  this[CALL].onEngineError(err);
+}
+function onEngineAborted(this: WithCall<UpstreamStream>): void {
+  this[CALL].onEngineAborted();
+}
+function onEngineClose(this: WithCall<UpstreamStream>): void {
+  this[CALL].onEngineClosed();
+}
+function onEngineDrain(this: WithCall<UpstreamStream>): void {
+  this[CALL].onEngineDrain();
+}
+function onEngineData(this: WithCall<UpstreamStream>, chunk: Buffer): void {
+  this[CALL].onEngineData(chunk);
 }

@@ -218,7 +218,8 @@ describe('with --engine-request-limit 8 and DYN_DYNAMO_REQUEST_QUEUE_LIMIT=4', (
 
 describe('with admission off (no limit set)', () => {
   it('never rejects or queues the same 2,000-call burst', async () => {
-    const sidecar = await startSidecarProcess(['--upstream', engine.address]);
+    // One client connection carries the whole burst: allow it more streams than the default 1,000.
+    const sidecar = await startSidecarProcess(['--upstream', engine.address, '--max-concurrent-streams', '4096']);
     const client = testEngineClient(sidecar.address);
     try {
       expect(sidecar.startupLine).toContain('admission off');

@@ -1,0 +1,49 @@
+/**
+ * Request headers on their way to the engine. HTTP/2 forbids connection-specific header fields
+ * (RFC 9113 section 8.2.2), and node's client refuses to send them (it throws), so a client that
+ * sends one must not reach `session.request()` with it: the header is dropped, and `te` is
+ * normalised to the one value HTTP/2 allows. Node's server accepts these from clients, so
+ * without this step one request could break the call or the shared engine session.
+ */
+import type { IncomingHttpHeaders } from 'node:http2';
+
+/** Hop-by-hop fields that HTTP/2 does not carry; dropped before forwarding. */
+export const CONNECTION_SPECIFIC_HEADERS = Object.freeze(['connection', 'http2-settings', 'keep-alive', 'proxy-connection', 'transfer-encoding', 'upgrade']);
+
+/**
+ * Makes `headers` forwardable in place and returns it. The common request (no such field, `te`
+ * exactly "trailers") costs a few property reads and no copy.
+ */
+export function stripConnectionHeaders(headers: IncomingHttpHeaders): IncomingHttpHeaders {
+  for (const name of CONNECTION_SPECIFIC_HEADERS) {
+    if (headers[name] !== undefined) delete headers[name];
+  }
+  const te = headers.te;
+  if (te !== undefined && te !== 'trailers') {
+    // The only TE value HTTP/2 allows is "trailers" (any case in HTTP/1 habits); anything else is dropped.
+    const values = (Array.isArray(te) ? te.join(',') : te).split(',').map((v) => v.trim().toLowerCase());
+    if (values.includes('trailers')) headers.te = 'trailers';
+    else delete headers.te;
+  }
+  return headers;
+}
+
+/**
+ * Node error codes that `session.request()` throws for headers it will not send. Such a
+ * failure belongs to the one call (INVALID_ARGUMENT), never to the engine session.
+ */
+const HEADER_ERROR_CODES = new Set([
+  'ERR_HTTP2_INVALID_CONNECTION_HEADERS',
+  'ERR_HTTP2_INVALID_HEADER_VALUE',
+  'ERR_HTTP2_INVALID_PSEUDOHEADER',
+  'ERR_HTTP2_HEADER_SINGLE_VALUE',
+  'ERR_INVALID_HTTP_TOKEN',
+  'ERR_INVALID_CHAR',
+  'ERR_INVALID_ARG_TYPE',
+  'ERR_INVALID_ARG_VALUE',
+]);
+
+export function isHeaderError(err: unknown): boolean {
+  const code = (err as { code?: unknown } | undefined)?.code;
+  return typeof code === 'string' && HEADER_ERROR_CODES.has(code);
+}
