@@ -3,7 +3,7 @@
  * connection, metrics, a clock, and the optional observer that load accounting hooks into.
  * Built once by the sidecar; unit tests give a ProxiedCall fakes of each (fake streams, fake clock).
  */
-import type { ClientHttp2Stream, IncomingHttpHeaders, OutgoingHttpHeaders, ServerHttp2Stream } from 'node:http2';
+import type { IncomingHttpHeaders, OutgoingHttpHeaders } from 'node:http2';
 import type { AdmissionGate } from '../admission/gate.js';
 import type { Logger } from '../log.js';
 import type { SidecarMetrics } from '../metrics/sidecar-metrics.js';
@@ -23,16 +23,32 @@ export interface CallObserver {
   dispatched(headers: IncomingHttpHeaders): TrafficTap | undefined;
 }
 
+/** What a call needs of any HTTP/2 stream: listeners, flow control and its closing state. */
+interface CallStream {
+  on(event: string, listener: (...args: any[]) => void): unknown;
+  write(chunk: Buffer): boolean;
+  end(): unknown;
+  close(code?: number): void;
+  pause(): unknown;
+  resume(): unknown;
+  readonly destroyed: boolean;
+  readonly closed: boolean;
+  readonly writableEnded: boolean;
+}
+
 /** The client's side of a call: the parts of node's ServerHttp2Stream a ProxiedCall uses. */
-export type DownstreamStream = Pick<
-  ServerHttp2Stream,
-  'respond' | 'write' | 'end' | 'sendTrailers' | 'close' | 'destroy' | 'pause' | 'resume' | 'on' | 'headersSent' | 'destroyed' | 'closed' | 'writableEnded'
->;
+export interface DownstreamStream extends CallStream {
+  respond(headers: OutgoingHttpHeaders, options: { endStream?: boolean; waitForTrailers?: boolean }): void;
+  sendTrailers(trailers: OutgoingHttpHeaders): void;
+  destroy(): unknown;
+  readonly headersSent: boolean;
+}
 
 /** The engine's side of a call: the parts of node's ClientHttp2Stream a ProxiedCall uses. */
-export type UpstreamStream = Pick<ClientHttp2Stream, 'write' | 'end' | 'close' | 'pause' | 'resume' | 'on' | 'off' | 'destroyed' | 'closed' | 'writableEnded' | 'rstCode'> & {
+export interface UpstreamStream extends CallStream {
+  readonly rstCode: number | undefined;
   readonly session: unknown;
-};
+}
 
 /** Opens streams to the engine (UpstreamPool in production). */
 export interface UpstreamConnector {
