@@ -40,7 +40,7 @@ describe('SIGTERM', () => {
     }
   });
 
-  it('cuts calls still running when the grace period is over, and exits 0', async () => {
+  it('cuts calls still running when the grace period is over with UNAVAILABLE (retryable elsewhere), and exits 0', async () => {
     const sidecar = await startSidecarProcess(['--upstream', engine.address, '--drain-grace-ms', '300']);
     const client = testEngineClient(sidecar.address);
     try {
@@ -49,7 +49,9 @@ describe('SIGTERM', () => {
       const started = Date.now();
       expect(await sidecar.stop()).toBe(0);
       expect(Date.now() - started).toBeLessThan(5000);
-      expect((await held).code).not.toBe(grpc.status.OK);
+      const cut = await held;
+      expect(cut.code).toBe(grpc.status.UNAVAILABLE);
+      expect(cut.details).toBe('worker shutting down: call cut at the end of the drain grace period');
       await waitFor(() => engine.held === 0, 'the engine to see the cut call go');
     } finally {
       client.close();
