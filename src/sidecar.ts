@@ -14,6 +14,7 @@ import type { Logger } from './log.js';
 import { SidecarMetrics } from './metrics/sidecar-metrics.js';
 import type { CallClock, CallContext, CallObserver } from './proxy/call-context.js';
 import { overloadResponse } from './proxy/call-error.js';
+import { DispatchBatch } from './proxy/dispatch-batch.js';
 import { HealthService } from './proxy/health-service.js';
 import { Ingress } from './proxy/ingress.js';
 import { UpstreamPool } from './proxy/upstream.js';
@@ -96,6 +97,7 @@ export async function startSidecar(config: SidecarConfig, deps: SidecarDeps): Pr
     metrics,
     rejectionResponse: overloadResponse(config.retryPushbackMs),
     clock: realClock,
+    scheduleDispatch: new DispatchBatch().schedule,
     logger,
     observer,
   };
@@ -117,6 +119,7 @@ export async function startSidecar(config: SidecarConfig, deps: SidecarDeps): Pr
     maxConcurrentStreams: 1000,
     idleTimeoutMs: 300_000,
     handshakeTimeoutMs: 10_000,
+    logger,
   });
   const system = new SystemServer({
     registry,

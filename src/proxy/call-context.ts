@@ -70,6 +70,11 @@ export type CallMetrics = Pick<
   'rejected' | 'admittedFromQueue' | 'cancelledWhileQueued' | 'deadlineWhileQueued' | 'upstreamError' | 'callEnded'
 >;
 
+/** A call waiting for its dispatch turn. */
+export interface DispatchTurn {
+  onDispatchTurn(): void;
+}
+
 export interface CallContext {
   readonly gate: Pick<AdmissionGate, 'acquire'>;
   readonly upstream: UpstreamConnector;
@@ -77,6 +82,11 @@ export interface CallContext {
   /** The whole RESOURCE_EXHAUSTED answer, built once (see overloadResponse). */
   readonly rejectionResponse: OutgoingHttpHeaders;
   readonly clock: CallClock;
+  /**
+   * Runs `call.onDispatchTurn()` once the current I/O read has been processed (production:
+   * one setImmediate per batch), so resets that arrived in the same read are seen first.
+   */
+  readonly scheduleDispatch: (call: DispatchTurn) => void;
   /** For what a client must not see (engine addresses, internal errors). */
   readonly logger: Logger;
   readonly observer?: CallObserver;

@@ -5,24 +5,34 @@
  *   idle       a connection with no open stream for `idleTimeoutMs` gets GOAWAY and is closed.
  *              Idle means no complete request, not no bytes: a client dripping one CONTINUATION
  *              frame at a time (slowloris) has no open stream and is closed like a silent one.
+ *   resets     a connection whose client resets most of its calls before any answer (at least
+ *              EARLY_RESET_MIN_STREAMS streams, more than half of them reset early) is a Rapid
+ *              Reset attacker that spreads HEADERS and RST_STREAM over several reads: it gets
+ *              GOAWAY(ENHANCE_YOUR_CALM) and is closed, as Envoy and nginx do since CVE-2023-44487.
  * The number of streams per connection is bounded by SETTINGS_MAX_CONCURRENT_STREAMS, which the
  * server advertises (node refuses streams beyond it with RST_STREAM(REFUSED_STREAM)).
  */
-import type { Http2Session, ServerHttp2Stream } from 'node:http2';
+import { constants, type Http2Session, type ServerHttp2Stream } from 'node:http2';
+import type { Logger } from '../log.js';
 
 export interface ConnectionLimitOptions {
   /** 0 = never close idle connections. */
   readonly idleTimeoutMs: number;
   readonly handshakeTimeoutMs: number;
+  readonly logger: Logger;
 }
 
 /** How long a closing idle connection may take to finish before it is destroyed. */
 const CLOSE_GRACE_MS = 1000;
+/** Streams a connection must have opened before its early-reset ratio is judged. */
+export const EARLY_RESET_MIN_STREAMS = 100;
 
 const TRACKER = Symbol('dynamo-sidecar.connection');
 
 class ConnectionTracker {
   openStreams = 0;
+  private streams = 0;
+  private earlyResets = 0;
   private idleSince: number;
   private idleTimer: NodeJS.Timeout | undefined;
   private handshakeTimer: NodeJS.Timeout | undefined;
@@ -40,6 +50,21 @@ class ConnectionTracker {
 
   streamOpened(): void {
     this.openStreams++;
+    this.streams++;
+  }
+
+  /** The client reset a call before any answer; too many of those and the connection goes. */
+  earlyReset(): void {
+    this.earlyResets++;
+    if (this.streams >= EARLY_RESET_MIN_STREAMS && this.earlyResets * 2 > this.streams && !this.session.destroyed) {
+      this.options.logger.warn('client connection closed: most of its calls were reset before any answer (Rapid Reset)', {
+        remote: this.session.socket?.remoteAddress,
+        streams: this.streams,
+        early_resets: this.earlyResets,
+      });
+      this.session.goaway(constants.NGHTTP2_ENHANCE_YOUR_CALM);
+      this.session.destroy();
+    }
   }
 
   streamClosed(): void {
@@ -96,6 +121,11 @@ export function trackStream(stream: ServerHttp2Stream): void {
   if (!tracker) return;
   tracker.streamOpened();
   stream.once('close', onTrackedStreamClose);
+}
+
+/** Counts a client reset of a call that had no answer yet against its connection. */
+export function noteEarlyReset(stream: object): void {
+  ((stream as { session?: Tracked }).session)?.[TRACKER]?.earlyReset();
 }
 
 function onTrackedStreamClose(this: ServerHttp2Stream): void {

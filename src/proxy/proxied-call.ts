@@ -1,11 +1,14 @@
 /**
  * One proxied gRPC call, from ingress to its end, as an explicit state machine.
  *
- *   queued ──admitted──► awaiting_response ──engine headers──► streaming ──engine done──► ending ──trailers sent──► ended
- *     │                        │ Trailers-Only from the engine ──────────────────────────────────────────────────►│
- *     └── rejected, expired, cancelled, deadline, shutdown: the sidecar's own answer or a reset ─────────────────►│
+ *   queued ─admitted─► dispatching ─turn─► awaiting_response ─engine headers─► streaming ─engine done─► ending ─trailers─► ended
+ *     │                                         │ Trailers-Only from the engine ─────────────────────────────────────────►│
+ *     └── rejected, expired, cancelled, deadline, shutdown: the sidecar's own answer or a reset ────────────────────────►│
  *
  *   queued             waiting for an engine slot (holds a queue ticket); nothing sent upstream yet
+ *   dispatching        holds a slot; waits for the dispatch turn at the end of the current I/O read,
+ *                      so a reset that came in the same read (Rapid Reset: HEADERS then RST_STREAM)
+ *                      is seen first and the engine never hears of the call
  *   awaiting_response  holds a slot; request forwarded, no response headers yet
  *   streaming          holds a slot; response headers sent to the client, bytes flowing both ways
  *   ending             the engine is done (slot released); the client's side drains, then gets trailers
@@ -31,12 +34,13 @@ import { MAX_TIMER_MS, formatGrpcTimeout } from '../grpc/deadline.js';
 import { statusTrailers, trailersOnlyHeaders } from '../grpc/respond.js';
 import { GrpcStatus, parseStatus } from '../grpc/status.js';
 import { CallError } from './call-error.js';
-import type { CallContext, DownstreamStream, TrafficTap, UpstreamStream } from './call-context.js';
+import type { CallContext, DispatchTurn, DownstreamStream, TrafficTap, UpstreamStream } from './call-context.js';
+import { noteEarlyReset } from './connection-limits.js';
 import { isHeaderError, stripConnectionHeaders } from './request-headers.js';
 
 const { NGHTTP2_CANCEL, NGHTTP2_NO_ERROR, NGHTTP2_REFUSED_STREAM, NGHTTP2_FLAG_END_STREAM } = constants;
 
-export type CallPhase = 'queued' | 'awaiting_response' | 'streaming' | 'ending' | 'ended';
+export type CallPhase = 'queued' | 'dispatching' | 'awaiting_response' | 'streaming' | 'ending' | 'ended';
 
 /** What clients are told when the engine cannot be used; the engine's address goes to the logs only. */
 export const ENGINE_UNAVAILABLE_MESSAGE = 'engine unavailable';
@@ -54,7 +58,7 @@ export interface OpenCall {
   shutdown(): void;
 }
 
-export class ProxiedCall implements OpenCall {
+export class ProxiedCall implements OpenCall, DispatchTurn {
   private state: CallPhase = 'queued';
   private permit: Permit | undefined;
   private ticket: QueueTicket | undefined;
@@ -108,7 +112,7 @@ export class ProxiedCall implements OpenCall {
     downstream.on('close', onClientClose);
     downstream.on('aborted', onClientAborted);
     this.armDeadline();
-    if (admission.kind === 'admitted') this.dispatch(admission.permit);
+    if (admission.kind === 'admitted') this.awaitDispatchTurn(admission.permit);
     else this.ticket = admission.ticket;
   }
 
@@ -119,13 +123,9 @@ export class ProxiedCall implements OpenCall {
     switch (this.state) {
       case 'queued':
         this.ticket = undefined;
-        if (this.deadlineAt !== undefined && this.deadlineAt <= this.ctx.clock.now()) {
-          // The slot came at (or after) the deadline, before the timer ran: never dispatch it.
-          permit.release();
-          return this.onDeadline();
-        }
         this.ctx.metrics.admittedFromQueue((this.ctx.clock.now() - this.arrivedAt) / 1000);
-        return this.dispatch(permit);
+        return this.awaitDispatchTurn(permit);
+      case 'dispatching':
       case 'awaiting_response':
       case 'streaming':
       case 'ending':
@@ -133,6 +133,28 @@ export class ProxiedCall implements OpenCall {
         // The ticket is cancelled whenever a call leaves the queue, so this cannot happen; a
         // permit nobody holds would strand a slot, so give it back.
         return permit.release();
+    }
+  }
+
+  /** The end of the I/O read in which the call was admitted: send it to the engine now. */
+  onDispatchTurn(): void {
+    switch (this.state) {
+      case 'dispatching':
+        if (this.deadlineAt !== undefined && this.deadlineAt <= this.ctx.clock.now()) {
+          // The deadline came before the turn (and before its timer ran): never dispatch.
+          return this.onDeadline();
+        }
+        try {
+          return this.dispatch();
+        } catch (err) {
+          return this.onStreamFault('dispatch', err);
+        }
+      case 'queued':
+      case 'awaiting_response':
+      case 'streaming':
+      case 'ending':
+      case 'ended':
+        return;
     }
   }
 
@@ -149,6 +171,8 @@ export class ProxiedCall implements OpenCall {
         const waited = Math.round(now - this.arrivedAt);
         return this.answer(new CallError('deadline_exceeded', `Deadline exceeded while queued in the sidecar (waited ${waited} ms)`));
       }
+      case 'dispatching':
+        return this.answer(new CallError('deadline_exceeded', 'Deadline exceeded before the call reached the engine'));
       case 'awaiting_response':
       case 'streaming':
         return this.fail(new CallError('deadline_exceeded', 'Deadline exceeded'));
@@ -165,6 +189,8 @@ export class ProxiedCall implements OpenCall {
       case 'queued':
         this.ticket?.cancel();
         this.ticket = undefined;
+        return this.answer(new CallError('shutting_down', SHUTDOWN_MESSAGE));
+      case 'dispatching':
         return this.answer(new CallError('shutting_down', SHUTDOWN_MESSAGE));
       case 'awaiting_response':
       case 'streaming':
@@ -183,7 +209,8 @@ export class ProxiedCall implements OpenCall {
         if (!this.writeUp(chunk)) this.downstream.pause();
         this.tap?.request(chunk);
         return;
-      case 'queued': // not read while queued: no 'data' listener until dispatch
+      case 'queued': // not read before dispatch: no 'data' listener until then
+      case 'dispatching':
       case 'ending': // the engine has answered; the rest of the request is discarded
       case 'ended':
         return;
@@ -196,6 +223,7 @@ export class ProxiedCall implements OpenCall {
       case 'streaming':
         return this.endUp();
       case 'queued':
+      case 'dispatching':
       case 'ending':
       case 'ended':
         return;
@@ -212,9 +240,14 @@ export class ProxiedCall implements OpenCall {
       case 'queued':
         if (this.ticket?.cancel()) this.ctx.metrics.cancelledWhileQueued();
         this.ticket = undefined;
+        noteEarlyReset(this.downstream);
         this.terminate(GrpcStatus.CANCELLED);
         return this.destroyDown();
+      case 'dispatching':
       case 'awaiting_response':
+        noteEarlyReset(this.downstream);
+        this.terminate(GrpcStatus.CANCELLED); // also cancels the engine's stream, if any
+        return this.destroyDown();
       case 'streaming':
       case 'ending':
         this.terminate(GrpcStatus.CANCELLED); // also cancels the engine's stream
@@ -230,6 +263,7 @@ export class ProxiedCall implements OpenCall {
         this.upstream?.resume();
         return;
       case 'queued':
+      case 'dispatching':
       case 'awaiting_response':
       case 'ending':
       case 'ended':
@@ -244,6 +278,7 @@ export class ProxiedCall implements OpenCall {
         this.terminate(this.finalStatus);
         return this.trailersDown(this.finalTrailers ?? statusTrailers(GrpcStatus.INTERNAL, 'missing trailers'));
       case 'queued':
+      case 'dispatching':
       case 'awaiting_response':
       case 'streaming': // end() is only called on entering 'ending', so 'wantTrailers' cannot come earlier
       case 'ended':
@@ -269,6 +304,7 @@ export class ProxiedCall implements OpenCall {
         this.upstream!.on('data', onEngineData);
         return;
       case 'queued':
+      case 'dispatching':
       case 'streaming': // informational or repeated headers are not a new response
       case 'ending':
       case 'ended':
@@ -284,6 +320,7 @@ export class ProxiedCall implements OpenCall {
         this.tap?.response(chunk);
         return;
       case 'queued':
+      case 'dispatching':
       case 'awaiting_response': // no 'data' listener before the response headers
       case 'ending':
       case 'ended':
@@ -298,6 +335,7 @@ export class ProxiedCall implements OpenCall {
         this.engineTrailers = trailers;
         return;
       case 'queued':
+      case 'dispatching': // no engine stream yet
       case 'ending':
       case 'ended':
         return;
@@ -316,6 +354,7 @@ export class ProxiedCall implements OpenCall {
         this.downstream.resume();
         return;
       case 'queued':
+      case 'dispatching': // no engine stream yet
       case 'ending':
       case 'ended':
         return;
@@ -334,6 +373,7 @@ export class ProxiedCall implements OpenCall {
       case 'streaming':
         return this.afterEngineStream();
       case 'queued':
+      case 'dispatching': // no engine stream yet
       case 'ending':
       case 'ended':
         return;
@@ -342,8 +382,14 @@ export class ProxiedCall implements OpenCall {
 
   // ---- transitions -------------------------------------------------------------------------
 
-  private dispatch(permit: Permit): void {
+  /** Holds the slot until the dispatch turn (see 'dispatching' above). */
+  private awaitDispatchTurn(permit: Permit): void {
     this.permit = permit;
+    this.state = 'dispatching';
+    this.ctx.scheduleDispatch(this);
+  }
+
+  private dispatch(): void {
     const headers = stripConnectionHeaders(this.headers);
     if (this.deadlineAt !== undefined) headers['grpc-timeout'] = formatGrpcTimeout(this.deadlineAt - this.ctx.clock.now());
     let upstream: WithCall<UpstreamStream>;

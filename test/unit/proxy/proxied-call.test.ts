@@ -10,7 +10,7 @@ import { mulberry32 } from '../../../src/engine/prng.js';
 import { MAX_TIMER_MS } from '../../../src/grpc/deadline.js';
 import { GrpcStatus } from '../../../src/grpc/status.js';
 import { silentLogger } from '../../../src/log.js';
-import type { CallContext, CallMetrics, DownstreamStream } from '../../../src/proxy/call-context.js';
+import type { CallContext, CallMetrics, DispatchTurn, DownstreamStream } from '../../../src/proxy/call-context.js';
 import { overloadResponse } from '../../../src/proxy/call-error.js';
 import { ENGINE_UNAVAILABLE_MESSAGE, ProxiedCall, type CallPhase, type OpenCall } from '../../../src/proxy/proxied-call.js';
 import { FakeConnector, FakeDownstream, errorWithCode, fakeClock, type FakeUpstream } from '../../support/fake-call-streams.js';
@@ -54,6 +54,8 @@ interface Harness {
   /** A permit held by another call, so that this one queues; release it to admit this one. */
   blocker: Permit | undefined;
   readonly up: FakeUpstream | undefined;
+  /** Calls waiting for their dispatch turn; `dispatchTurn` runs them. */
+  readonly turns: DispatchTurn[];
 }
 
 function harness(options: { queued?: boolean; deadlineMs?: number | null; headers?: IncomingHttpHeaders; limit?: number } = {}): Harness {
@@ -73,6 +75,7 @@ function harness(options: { queued?: boolean; deadlineMs?: number | null; header
     },
   });
   let blocker: Permit | undefined;
+  const turns: DispatchTurn[] = [];
   if (options.queued) {
     const held = gate.acquire(() => {});
     if (held.kind !== 'admitted') throw new Error('blocker not admitted');
@@ -90,6 +93,7 @@ function harness(options: { queued?: boolean; deadlineMs?: number | null; header
     metrics,
     rejectionResponse: overloadResponse(250),
     clock,
+    scheduleDispatch: (call) => turns.push(call),
     logger: silentLogger,
   };
   const down = new FakeDownstream();
@@ -106,6 +110,7 @@ function harness(options: { queued?: boolean; deadlineMs?: number | null; header
     openCalls,
     releases: () => releaseCalls,
     blocker,
+    turns,
     get up() {
       return connector.opened.at(-1);
     },
@@ -129,6 +134,9 @@ const EVENTS = {
     if (!h.blocker || h.blocker.released) return false;
     h.blocker.release();
     return true;
+  },
+  dispatchTurn: (h: Harness) => {
+    for (const call of h.turns.splice(0)) call.onDispatchTurn();
   },
   engineResponse: (h: Harness) => h.up?.emit('response', { ':status': 200, 'content-type': 'application/grpc' }, 0) ?? false,
   engineTrailersOnly: (h: Harness) => h.up?.emit('response', { ':status': 200, 'content-type': 'application/grpc', 'grpc-status': '5' }, NGHTTP2_FLAG_END_STREAM) ?? false,
@@ -167,6 +175,8 @@ function reach(phase: CallPhase): Harness {
   const h = harness({ queued: phase === 'queued' });
   h.call.start();
   if (phase === 'queued') return h;
+  if (phase === 'dispatching') return h;
+  EVENTS.dispatchTurn(h);
   if (phase === 'awaiting_response') return h;
   EVENTS.engineResponse(h);
   if (phase === 'streaming') return h;
@@ -178,6 +188,7 @@ function reach(phase: CallPhase): Harness {
 }
 
 const Q = 'queued',
+  D = 'dispatching',
   A = 'awaiting_response',
   S = 'streaming',
   E = 'ending',
@@ -185,23 +196,28 @@ const Q = 'queued',
 /** Phase after each event, from each phase. The whole (phase x event) table is written out on purpose. */
 const TRANSITIONS: Record<CallPhase, Record<EventName, CallPhase>> = {
   queued: {
-    clientData: Q, clientEnd: Q, clientReset: X, clientResetNoError: X, clientClose: X, clientDrain: Q, clientWantTrailers: Q, admitted: A,
+    clientData: Q, clientEnd: Q, clientReset: X, clientResetNoError: X, clientClose: X, clientDrain: Q, clientWantTrailers: Q, admitted: D, dispatchTurn: Q,
     engineResponse: Q, engineTrailersOnly: Q, engineData: Q, engineTrailers: Q, engineReset: Q, engineClose: Q, engineError: Q, engineDrain: Q, sessionLost: Q,
     deadline: X, shutdown: X,
   },
+  dispatching: {
+    clientData: D, clientEnd: D, clientReset: X, clientResetNoError: X, clientClose: X, clientDrain: D, clientWantTrailers: D, admitted: D, dispatchTurn: A,
+    engineResponse: D, engineTrailersOnly: D, engineData: D, engineTrailers: D, engineReset: D, engineClose: D, engineError: D, engineDrain: D, sessionLost: D,
+    deadline: X, shutdown: X,
+  },
   awaiting_response: {
-    clientData: A, clientEnd: A, clientReset: X, clientResetNoError: X, clientClose: X, clientDrain: A, clientWantTrailers: A, admitted: A,
+    clientData: A, clientEnd: A, clientReset: X, clientResetNoError: X, clientClose: X, clientDrain: A, clientWantTrailers: A, admitted: A, dispatchTurn: A,
     engineResponse: S, engineTrailersOnly: X, engineData: A, engineTrailers: A, engineReset: X, engineClose: X, engineError: A, engineDrain: A, sessionLost: X,
     deadline: X, shutdown: X,
   },
   streaming: {
-    clientData: S, clientEnd: S, clientReset: X, clientResetNoError: X, clientClose: X, clientDrain: S, clientWantTrailers: S, admitted: S,
+    clientData: S, clientEnd: S, clientReset: X, clientResetNoError: X, clientClose: X, clientDrain: S, clientWantTrailers: S, admitted: S, dispatchTurn: S,
     engineResponse: S, engineTrailersOnly: S, engineData: S, engineTrailers: S, engineReset: X, engineClose: X, engineError: S, engineDrain: S, sessionLost: E,
     deadline: E, shutdown: E,
   },
   ending: {
     // Our side has ended, so a client reset emits no 'aborted'; node's 'close' follows it (clientClose).
-    clientData: E, clientEnd: E, clientReset: E, clientResetNoError: E, clientClose: X, clientDrain: E, clientWantTrailers: X, admitted: E,
+    clientData: E, clientEnd: E, clientReset: E, clientResetNoError: E, clientClose: X, clientDrain: E, clientWantTrailers: X, admitted: E, dispatchTurn: E,
     engineResponse: E, engineTrailersOnly: E, engineData: E, engineTrailers: E, engineReset: E, engineClose: E, engineError: E, engineDrain: E, sessionLost: E,
     deadline: X, shutdown: E,
   },
@@ -211,7 +227,7 @@ const TRANSITIONS: Record<CallPhase, Record<EventName, CallPhase>> = {
 /** The invariants that hold after every event, whatever the order. */
 function checkInvariants(h: Harness): void {
   const phase = h.call.phase;
-  const holdsSlot = phase === 'awaiting_response' || phase === 'streaming';
+  const holdsSlot = phase === 'dispatching' || phase === 'awaiting_response' || phase === 'streaming';
   const blockerHeld = h.blocker !== undefined && !h.blocker.released ? 1 : 0;
   expect(h.gate.inEngine - blockerHeld, `slot held in ${phase}`).toBe(holdsSlot ? 1 : 0);
   expect(h.releases(), 'permit released at most once').toBeLessThanOrEqual(1);
@@ -263,6 +279,7 @@ describe('ProxiedCall outcomes', () => {
     h.call.start();
     h.clock.timers.now = DEADLINE_MS; // time has come, the timer has not fired yet
     h.blocker!.release();
+    EVENTS.dispatchTurn(h);
     expect(h.connector.opened).toHaveLength(0);
     expect(h.call.phase).toBe('ended');
     expect(h.down.outcome).toBe(`status ${GrpcStatus.DEADLINE_EXCEEDED}`);
@@ -274,6 +291,7 @@ describe('ProxiedCall outcomes', () => {
     const deadlineMs = 720 * 3_600_000; // grpc-timeout 720H, about 30 days
     const h = harness({ deadlineMs });
     h.call.start();
+    EVENTS.dispatchTurn(h);
     expect(h.up!.headers['grpc-timeout']).toBe('2592000S');
     h.clock.timers.advance(1);
     expect(h.call.phase).toBe('awaiting_response');
@@ -289,7 +307,9 @@ describe('ProxiedCall outcomes', () => {
     h.call.start();
     h.clock.timers.advance(250);
     h.blocker!.release();
-    expect(h.up!.headers['grpc-timeout']).toBe('750000u');
+    h.clock.timers.advance(1);
+    EVENTS.dispatchTurn(h);
+    expect(h.up!.headers['grpc-timeout']).toBe('749000u');
   });
 
   it('drops connection-specific headers and normalises te before the engine sees them', () => {
@@ -309,6 +329,7 @@ describe('ProxiedCall outcomes', () => {
       },
     });
     h.call.start();
+    EVENTS.dispatchTurn(h);
     const sent = h.up!.headers;
     expect(sent.te).toBe('trailers');
     for (const name of ['connection', 'http2-settings', 'keep-alive', 'proxy-connection', 'transfer-encoding', 'upgrade']) expect(sent[name]).toBeUndefined();
@@ -319,6 +340,7 @@ describe('ProxiedCall outcomes', () => {
     const h = harness();
     h.connector.failNext = errorWithCode('ERR_HTTP2_INVALID_CONNECTION_HEADERS', 'HTTP/1 Connection specific headers are forbidden: "x"');
     h.call.start();
+    EVENTS.dispatchTurn(h);
     expect(h.down.outcome).toBe(`status ${GrpcStatus.INVALID_ARGUMENT}`);
     expect(h.gate.inEngine).toBe(0);
     expect(h.metrics.events).not.toContain('upstreamError connect');
@@ -328,9 +350,20 @@ describe('ProxiedCall outcomes', () => {
     const h = harness();
     h.connector.failNext = errorWithCode('ERR_HTTP2_INVALID_SESSION', 'upstream 10.1.2.3:50051 session destroyed');
     h.call.start();
+    EVENTS.dispatchTurn(h);
     expect(h.down.outcome).toBe(`status ${GrpcStatus.UNAVAILABLE}`);
     expect(h.down.sentHeaders!['grpc-message']).toBe(ENGINE_UNAVAILABLE_MESSAGE);
     expect(h.gate.inEngine).toBe(0);
+  });
+
+  it('never sends the engine a call whose client reset it before its dispatch turn (Rapid Reset)', () => {
+    const h = reach('dispatching');
+    expect(h.gate.inEngine).toBe(1);
+    EVENTS.clientReset(h);
+    EVENTS.dispatchTurn(h);
+    expect(h.connector.opened).toHaveLength(0);
+    expect(h.gate.inEngine).toBe(0);
+    expect(h.metrics.ended).toEqual([GrpcStatus.CANCELLED]);
   });
 
   it('frees the slot of a client that resets with NO_ERROR after the response headers while its request side is open', () => {
