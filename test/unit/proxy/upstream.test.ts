@@ -3,7 +3,7 @@
  * SETTINGS and PING answers (not a TCP connection), the first outcome and every change are logged
  * once, a bad request never costs the shared session, and GOAWAY moves new calls to a fresh one.
  */
-import { createServer as createH2Server, type ClientHttp2Session, type Http2Server, type ServerHttp2Session } from 'node:http2';
+import { createServer as createH2Server, type ClientHttp2Session, type ClientHttp2Stream, type Http2Server, type ServerHttp2Session } from 'node:http2';
 import { createServer as createNetServer, type Server, type Socket } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { UpstreamPool, type UpstreamOptions } from '../../../src/proxy/upstream.js';
@@ -53,9 +53,8 @@ async function startH2Engine(): Promise<{ server: Http2Server; sessions: ServerH
 
 const GET = { ':method': 'GET', ':path': '/' };
 
-/** Sends one request through the pool; resolves with the response status and body. */
-function fetchVia(upstream: UpstreamPool): Promise<{ status: number; body: string }> {
-  const stream = upstream.request(GET);
+/** Ends the request side and resolves with the response status and body. */
+function readResponse(stream: ClientHttp2Stream): Promise<{ status: number; body: string }> {
   stream.end();
   return new Promise((resolve, reject) => {
     let body = '';
@@ -66,6 +65,10 @@ function fetchVia(upstream: UpstreamPool): Promise<{ status: number; body: strin
     stream.on('end', () => resolve({ status, body }));
     stream.on('error', reject);
   });
+}
+
+function fetchVia(upstream: UpstreamPool): Promise<{ status: number; body: string }> {
+  return readResponse(upstream.request(GET));
 }
 
 describe('UpstreamPool readiness', () => {
@@ -201,24 +204,14 @@ describe('UpstreamPool sessions', () => {
     const { pool: upstream } = pool(portOf(engine.server));
     const first = upstream.request(GET);
     const firstSession = first.session!;
-    first.end();
-    first.resume();
-    await new Promise((resolve) => first.on('close', resolve));
-    const next = new Promise<Awaited<ReturnType<typeof fetchVia>>>((resolve, reject) => {
-      // The pool's own 'goaway' listener ran first; node closes the session only after the event.
-      firstSession.once('goaway', () => {
-        const stream = upstream.request(GET);
-        expect(stream.session).not.toBe(firstSession);
-        stream.end();
-        let body = '';
-        stream.setEncoding('utf8');
-        stream.on('data', (chunk: string) => (body += chunk));
-        stream.on('end', () => resolve({ status: 200, body }));
-        stream.on('error', reject);
-      });
-    });
+    expect(await readResponse(first)).toEqual({ status: 200, body: 'ok' });
+    // The pool's own 'goaway' listener runs first; node closes the session only after the event,
+    // so without that listener this request would go on the dying session.
+    const next = new Promise<ClientHttp2Stream>((resolve) => firstSession.once('goaway', () => resolve(upstream.request(GET))));
     engine.sessions[0]!.goaway();
-    expect(await next).toEqual({ status: 200, body: 'ok' });
+    const stream = await next;
+    expect(stream.session).not.toBe(firstSession);
+    expect(await readResponse(stream)).toEqual({ status: 200, body: 'ok' });
     expect(engine.connections()).toBe(2);
     expect(await fetchVia(upstream)).toEqual({ status: 200, body: 'ok' });
     expect(engine.connections()).toBe(2);
