@@ -156,7 +156,7 @@ export class UpstreamPool {
     this.session = session;
     let closeReason: string | undefined;
     session.on('error', (err: NodeJS.ErrnoException) => {
-      closeReason = err.code ? `${err.code} ${err.message.replace(/^\S+ /, '')}` : err.message;
+      closeReason = describeError(err);
     });
     session.on('goaway', () => {
       // The engine is shutting this connection down; new calls go to a fresh one.
@@ -271,6 +271,12 @@ export class UpstreamPool {
     else this.logger.warn('upstream unreachable', { upstream: this.address, reason: this.reason });
     if (wasReachable !== this.reachable) for (const listener of this.listeners) listener(this.reachable);
   }
+}
+
+/** "connect ECONNREFUSED 127.0.0.1:1" -> "ECONNREFUSED 127.0.0.1:1"; other errors get their code in front. */
+function describeError(err: NodeJS.ErrnoException): string {
+  const message = err.syscall && err.message.startsWith(`${err.syscall} `) ? err.message.slice(err.syscall.length + 1) : err.message;
+  return err.code && !message.startsWith(err.code) ? `${err.code} ${message}` : message;
 }
 
 function unrefTimer(timer: NodeJS.Timeout): NodeJS.Timeout {
