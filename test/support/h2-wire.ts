@@ -1,0 +1,701 @@
+/**
+ * HTTP/2 on the wire, for hostile-input tests: a frame writer that sends exactly the bytes a
+ * test asks for (including the ones a well-behaved library refuses to send), a frame reader,
+ * a small HPACK codec, and a client (`H2Wire`) over a plain TCP socket that keeps just enough
+ * state to read answers: per-stream response headers, trailers, data and resets.
+ *
+ * HPACK: the encoder only writes literal fields without indexing and without Huffman (always
+ * valid); the decoder handles every representation (static and dynamic table, size updates,
+ * Huffman strings), since nghttp2 uses all of them.
+ */
+import { Socket, connect as netConnect } from 'node:net';
+
+export const PREFACE = Buffer.from('PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n', 'latin1');
+
+export const FrameType = {
+  DATA: 0,
+  HEADERS: 1,
+  PRIORITY: 2,
+  RST_STREAM: 3,
+  SETTINGS: 4,
+  PUSH_PROMISE: 5,
+  PING: 6,
+  GOAWAY: 7,
+  WINDOW_UPDATE: 8,
+  CONTINUATION: 9,
+} as const;
+
+export const Flags = { END_STREAM: 0x1, ACK: 0x1, END_HEADERS: 0x4, PADDED: 0x8, PRIORITY: 0x20 } as const;
+
+export const ErrorCode = {
+  NO_ERROR: 0,
+  PROTOCOL_ERROR: 1,
+  INTERNAL_ERROR: 2,
+  FLOW_CONTROL_ERROR: 3,
+  SETTINGS_TIMEOUT: 4,
+  STREAM_CLOSED: 5,
+  FRAME_SIZE_ERROR: 6,
+  REFUSED_STREAM: 7,
+  CANCEL: 8,
+  COMPRESSION_ERROR: 9,
+  CONNECT_ERROR: 10,
+  ENHANCE_YOUR_CALM: 11,
+  INADEQUATE_SECURITY: 12,
+  HTTP_1_1_REQUIRED: 13,
+} as const;
+
+export const Setting = {
+  HEADER_TABLE_SIZE: 1,
+  ENABLE_PUSH: 2,
+  MAX_CONCURRENT_STREAMS: 3,
+  INITIAL_WINDOW_SIZE: 4,
+  MAX_FRAME_SIZE: 5,
+  MAX_HEADER_LIST_SIZE: 6,
+} as const;
+
+export const DEFAULT_WINDOW = 65_535;
+export const MAX_WINDOW = 2 ** 31 - 1;
+
+export type HeaderList = [name: string, value: string][];
+
+export interface Frame {
+  type: number;
+  flags: number;
+  streamId: number;
+  payload: Buffer;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Frame writer
+
+export function frame(type: number, flags: number, streamId: number, payload: Uint8Array = Buffer.alloc(0)): Buffer {
+  const head = Buffer.alloc(9);
+  head.writeUIntBE(payload.length, 0, 3);
+  head[3] = type;
+  head[4] = flags;
+  head.writeUInt32BE(streamId & 0x7fffffff, 5);
+  return Buffer.concat([head, payload]);
+}
+
+export function settingsFrame(settings: [id: number, value: number][] = []): Buffer {
+  const payload = Buffer.alloc(6 * settings.length);
+  settings.forEach(([id, value], i) => {
+    payload.writeUInt16BE(id, 6 * i);
+    payload.writeUInt32BE(value >>> 0, 6 * i + 2);
+  });
+  return frame(FrameType.SETTINGS, 0, 0, payload);
+}
+
+export const settingsAckFrame = (): Buffer => frame(FrameType.SETTINGS, Flags.ACK, 0);
+
+export function headersFrame(streamId: number, block: Uint8Array, opts: { endStream?: boolean; endHeaders?: boolean } = {}): Buffer {
+  const flags = (opts.endStream ? Flags.END_STREAM : 0) | (opts.endHeaders === false ? 0 : Flags.END_HEADERS);
+  return frame(FrameType.HEADERS, flags, streamId, block);
+}
+
+export const continuationFrame = (streamId: number, block: Uint8Array, endHeaders = false): Buffer =>
+  frame(FrameType.CONTINUATION, endHeaders ? Flags.END_HEADERS : 0, streamId, block);
+
+export const dataFrame = (streamId: number, data: Uint8Array, endStream = false): Buffer =>
+  frame(FrameType.DATA, endStream ? Flags.END_STREAM : 0, streamId, data);
+
+export function rstStreamFrame(streamId: number, code: number): Buffer {
+  const payload = Buffer.alloc(4);
+  payload.writeUInt32BE(code >>> 0);
+  return frame(FrameType.RST_STREAM, 0, streamId, payload);
+}
+
+export function pingFrame(data: Uint8Array = Buffer.alloc(8), ack = false): Buffer {
+  const payload = Buffer.alloc(8);
+  payload.set(data.subarray(0, 8));
+  return frame(FrameType.PING, ack ? Flags.ACK : 0, 0, payload);
+}
+
+export function windowUpdateFrame(streamId: number, increment: number): Buffer {
+  const payload = Buffer.alloc(4);
+  payload.writeUInt32BE(increment & 0x7fffffff);
+  return frame(FrameType.WINDOW_UPDATE, 0, streamId, payload);
+}
+
+export function goawayFrame(lastStreamId: number, code: number, debug = ''): Buffer {
+  const payload = Buffer.alloc(8 + Buffer.byteLength(debug));
+  payload.writeUInt32BE(lastStreamId & 0x7fffffff, 0);
+  payload.writeUInt32BE(code >>> 0, 4);
+  payload.write(debug, 8);
+  return frame(FrameType.GOAWAY, 0, 0, payload);
+}
+
+export function priorityFrame(streamId: number, dependsOn: number, weight = 16, exclusive = false): Buffer {
+  const payload = Buffer.alloc(5);
+  payload.writeUInt32BE(((exclusive ? 0x80000000 : 0) | (dependsOn & 0x7fffffff)) >>> 0);
+  payload[4] = weight - 1;
+  return frame(FrameType.PRIORITY, 0, streamId, payload);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Frame reader
+
+/** Splits a byte stream into frames; `push` returns the frames completed by this chunk. */
+export class FrameReader {
+  private buffer: Buffer = Buffer.alloc(0);
+
+  push(chunk: Buffer): Frame[] {
+    this.buffer = this.buffer.length ? Buffer.concat([this.buffer, chunk]) : chunk;
+    const frames: Frame[] = [];
+    while (this.buffer.length >= 9) {
+      const length = this.buffer.readUIntBE(0, 3);
+      if (this.buffer.length < 9 + length) break;
+      frames.push({
+        type: this.buffer[3]!,
+        flags: this.buffer[4]!,
+        streamId: this.buffer.readUInt32BE(5) & 0x7fffffff,
+        payload: Buffer.from(this.buffer.subarray(9, 9 + length)),
+      });
+      this.buffer = this.buffer.subarray(9 + length);
+    }
+    return frames;
+  }
+}
+
+/** The header block fragment of a HEADERS frame, without padding and priority fields. */
+export function headerBlockOf(f: Frame): Buffer {
+  let payload = f.payload;
+  let padLength = 0;
+  if (f.flags & Flags.PADDED) {
+    padLength = payload[0]!;
+    payload = payload.subarray(1);
+  }
+  if (f.type === FrameType.HEADERS && f.flags & Flags.PRIORITY) payload = payload.subarray(5);
+  return payload.subarray(0, payload.length - padLength);
+}
+
+// ---------------------------------------------------------------------------------------------
+// HPACK (RFC 7541)
+
+function encodeInteger(value: number, prefixBits: number, firstByte: number): number[] {
+  const max = (1 << prefixBits) - 1;
+  if (value < max) return [firstByte | value];
+  const out = [firstByte | max];
+  let rest = value - max;
+  while (rest >= 128) {
+    out.push((rest % 128) + 128);
+    rest = Math.floor(rest / 128);
+  }
+  out.push(rest);
+  return out;
+}
+
+function encodeString(text: string): Buffer {
+  const bytes = Buffer.from(text, 'latin1');
+  return Buffer.concat([Buffer.from(encodeInteger(bytes.length, 7, 0)), bytes]);
+}
+
+/** A header block of literal fields without indexing, new names, no Huffman: always valid HPACK. */
+export function encodeHeaders(headers: HeaderList): Buffer {
+  const parts: Buffer[] = [];
+  for (const [name, value] of headers) parts.push(Buffer.from([0x00]), encodeString(name), encodeString(value));
+  return Buffer.concat(parts);
+}
+
+const STATIC_TABLE: HeaderList = [
+  [':authority', ''], [':method', 'GET'], [':method', 'POST'], [':path', '/'], [':path', '/index.html'],
+  [':scheme', 'http'], [':scheme', 'https'], [':status', '200'], [':status', '204'], [':status', '206'],
+  [':status', '304'], [':status', '400'], [':status', '404'], [':status', '500'], ['accept-charset', ''],
+  ['accept-encoding', 'gzip, deflate'], ['accept-language', ''], ['accept-ranges', ''], ['accept', ''],
+  ['access-control-allow-origin', ''], ['age', ''], ['allow', ''], ['authorization', ''], ['cache-control', ''],
+  ['content-disposition', ''], ['content-encoding', ''], ['content-language', ''], ['content-length', ''],
+  ['content-location', ''], ['content-range', ''], ['content-type', ''], ['cookie', ''], ['date', ''], ['etag', ''],
+  ['expect', ''], ['expires', ''], ['from', ''], ['host', ''], ['if-match', ''], ['if-modified-since', ''],
+  ['if-none-match', ''], ['if-range', ''], ['if-unmodified-since', ''], ['last-modified', ''], ['link', ''],
+  ['location', ''], ['max-forwards', ''], ['proxy-authenticate', ''], ['proxy-authorization', ''], ['range', ''],
+  ['referer', ''], ['refresh', ''], ['retry-after', ''], ['server', ''], ['set-cookie', ''],
+  ['strict-transport-security', ''], ['transfer-encoding', ''], ['user-agent', ''], ['vary', ''], ['via', ''],
+  ['www-authenticate', ''],
+];
+
+/**
+ * Code lengths of the HPACK Huffman code (RFC 7541 Appendix B), symbols 0..255 then EOS. The
+ * code is canonical (codes of one length are consecutive, in symbol order), so the lengths
+ * define it; `huffmanCode` rebuilds the codes and the unit test checks a few against the RFC.
+ */
+// prettier-ignore
+const HUFFMAN_LENGTHS = [
+  13, 23, 28, 28, 28, 28, 28, 28, 28, 24, 30, 28, 28, 30, 28, 28, 28, 28, 28, 28, 28, 28, 30, 28, 28, 28, 28, 28, 28, 28, 28, 28,
+  6, 10, 10, 12, 13, 6, 8, 11, 10, 10, 8, 11, 8, 6, 6, 6, 5, 5, 5, 6, 6, 6, 6, 6, 6, 6, 7, 8, 15, 6, 12, 10,
+  13, 6, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 8, 7, 8, 13, 19, 13, 14, 6,
+  15, 5, 6, 5, 6, 5, 6, 6, 6, 5, 7, 7, 6, 6, 6, 5, 6, 7, 6, 5, 5, 6, 7, 7, 7, 7, 7, 15, 11, 14, 13, 28,
+  20, 22, 20, 20, 22, 22, 22, 23, 22, 23, 23, 23, 23, 23, 24, 23, 24, 24, 22, 23, 24, 23, 23, 23, 23, 21, 22, 23, 22, 23, 23, 24,
+  22, 21, 20, 22, 22, 23, 23, 21, 23, 22, 22, 24, 21, 22, 23, 23, 21, 21, 22, 21, 23, 22, 23, 23, 20, 22, 22, 22, 23, 22, 22, 23,
+  26, 26, 20, 19, 22, 23, 22, 25, 26, 26, 26, 27, 27, 26, 24, 25, 19, 21, 26, 27, 27, 26, 27, 24, 21, 21, 26, 26, 28, 27, 27, 27,
+  20, 24, 20, 21, 22, 21, 21, 23, 22, 22, 25, 25, 24, 24, 26, 23, 26, 27, 26, 26, 27, 27, 27, 27, 27, 28, 27, 27, 27, 27, 27, 26,
+  30,
+];
+
+/** [code, length] per symbol, rebuilt from the canonical lengths. */
+export const huffmanCode: readonly (readonly [number, number])[] = (() => {
+  const symbols = HUFFMAN_LENGTHS.map((length, symbol) => ({ length, symbol })).sort((a, b) => a.length - b.length || a.symbol - b.symbol);
+  const codes: [number, number][] = new Array(HUFFMAN_LENGTHS.length);
+  let code = 0;
+  let length = symbols[0]!.length;
+  for (const entry of symbols) {
+    code *= 2 ** (entry.length - length);
+    length = entry.length;
+    codes[entry.symbol] = [code, length];
+    code++;
+  }
+  return codes;
+})();
+
+interface HuffNode {
+  symbol?: number;
+  children: [HuffNode | undefined, HuffNode | undefined];
+}
+
+const HUFFMAN_TREE: HuffNode = (() => {
+  const root: HuffNode = { children: [undefined, undefined] };
+  huffmanCode.forEach(([code, length], symbol) => {
+    let node = root;
+    for (let bit = length - 1; bit >= 0; bit--) {
+      const b = Math.floor(code / 2 ** bit) % 2;
+      node = node.children[b] ??= { children: [undefined, undefined] };
+    }
+    node.symbol = symbol;
+  });
+  return root;
+})();
+
+export function huffmanDecode(bytes: Uint8Array): Buffer {
+  const out: number[] = [];
+  let node = HUFFMAN_TREE;
+  let depth = 0;
+  for (const byte of bytes) {
+    for (let bit = 7; bit >= 0; bit--) {
+      const next = node.children[(byte >> bit) & 1];
+      if (!next) throw new Error('invalid Huffman code');
+      if (next.symbol !== undefined) {
+        if (next.symbol === 256) throw new Error('EOS in Huffman string');
+        out.push(next.symbol);
+        node = HUFFMAN_TREE;
+        depth = 0;
+      } else {
+        node = next;
+        depth++;
+      }
+    }
+  }
+  if (depth > 7) throw new Error('Huffman padding longer than 7 bits');
+  return Buffer.from(out);
+}
+
+/** For tests of the decoder: Huffman-encodes bytes, padding with EOS bits. */
+export function huffmanEncode(bytes: Uint8Array): Buffer {
+  const out: number[] = [];
+  let acc = 0;
+  let bits = 0;
+  for (const byte of bytes) {
+    const [code, length] = huffmanCode[byte]!;
+    for (let bit = length - 1; bit >= 0; bit--) {
+      acc = (acc << 1) | (Math.floor(code / 2 ** bit) % 2);
+      if (++bits === 8) {
+        out.push(acc);
+        acc = 0;
+        bits = 0;
+      }
+    }
+  }
+  if (bits) out.push((acc << (8 - bits)) | ((1 << (8 - bits)) - 1));
+  return Buffer.from(out);
+}
+
+/** One HPACK decoding context (one per connection direction). */
+export class HpackDecoder {
+  private dynamic: HeaderList = [];
+  private size = 0;
+
+  constructor(private maxSize = 4096) {}
+
+  decode(block: Uint8Array): HeaderList {
+    const buf = Buffer.from(block);
+    const headers: HeaderList = [];
+    let pos = 0;
+    const integer = (prefixBits: number): number => {
+      const max = (1 << prefixBits) - 1;
+      let value = buf[pos++]! & max;
+      if (value < max) return value;
+      let shift = 0;
+      for (;;) {
+        if (pos >= buf.length) throw new Error('truncated HPACK integer');
+        const b = buf[pos++]!;
+        value += (b & 0x7f) * 2 ** shift;
+        shift += 7;
+        if (!(b & 0x80)) return value;
+        if (shift > 35) throw new Error('HPACK integer too long');
+      }
+    };
+    const string = (): string => {
+      const huffman = (buf[pos]! & 0x80) !== 0;
+      const length = integer(7);
+      if (pos + length > buf.length) throw new Error('truncated HPACK string');
+      const raw = buf.subarray(pos, pos + length);
+      pos += length;
+      return (huffman ? huffmanDecode(raw) : Buffer.from(raw)).toString('latin1');
+    };
+    const entry = (index: number): [string, string] => {
+      if (index >= 1 && index <= STATIC_TABLE.length) return STATIC_TABLE[index - 1]!;
+      const found = this.dynamic[index - STATIC_TABLE.length - 1];
+      if (!found) throw new Error(`HPACK index ${index} out of range`);
+      return found;
+    };
+    while (pos < buf.length) {
+      const b = buf[pos]!;
+      if (b & 0x80) {
+        headers.push([...entry(integer(7))]);
+      } else if (b & 0x40) {
+        const index = integer(6);
+        const field: [string, string] = [index ? entry(index)[0] : string(), ''];
+        field[1] = string();
+        headers.push(field);
+        this.add(field);
+      } else if (b & 0x20) {
+        this.maxSize = integer(5);
+        this.evict();
+      } else {
+        const index = integer(4); // without indexing (0000) or never indexed (0001)
+        const name = index ? entry(index)[0] : string();
+        headers.push([name, string()]);
+      }
+    }
+    return headers;
+  }
+
+  private add(field: [string, string]): void {
+    this.dynamic.unshift(field);
+    this.size += field[0].length + field[1].length + 32;
+    this.evict();
+  }
+
+  private evict(): void {
+    while (this.size > this.maxSize && this.dynamic.length) {
+      const [name, value] = this.dynamic.pop()!;
+      this.size -= name.length + value.length + 32;
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// A raw client connection
+
+export interface StreamState {
+  readonly id: number;
+  /** Header blocks received, in order: response headers first, then trailers. */
+  readonly headerBlocks: HeaderList[];
+  dataBytes: number;
+  /** Peer ended its side (END_STREAM received). */
+  remoteEnded: boolean;
+  /** RST_STREAM code received from the peer. */
+  rstCode?: number;
+  /** Our send window for this stream. */
+  sendWindow: number;
+}
+
+export interface H2WireOptions {
+  /** Our SETTINGS sent with the preface (default none). */
+  settings?: [number, number][];
+  /** Answer the peer's SETTINGS with an ACK (default true). */
+  ackSettings?: boolean;
+  /** Answer the peer's PINGs (default true). */
+  ackPings?: boolean;
+  /** Give back flow-control credit for DATA received, on the connection and the stream (default true). */
+  autoWindowUpdate?: boolean;
+  /** Send the preface and SETTINGS on connect (default true). */
+  handshake?: boolean;
+}
+
+/** The first header value named `name` in a block. */
+export function headerValue(block: HeaderList | undefined, name: string): string | undefined {
+  return block?.find(([n]) => n === name)?.[1];
+}
+
+/**
+ * A client connection written frame by frame. It parses everything the peer sends, keeps
+ * per-stream state, and tracks send windows so `sendData` respects flow control when asked to.
+ */
+export class H2Wire {
+  readonly socket: Socket;
+  readonly frames: Frame[] = [];
+  readonly streams = new Map<number, StreamState>();
+  /** SETTINGS the peer sent (last value wins). */
+  readonly peerSettings = new Map<number, number>();
+  peerSettingsReceived = false;
+  goaway?: { lastStreamId: number; code: number; debug: string };
+  closed = false;
+  closedAt?: number;
+  bytesReceived = 0;
+  nextStreamId = 1;
+  connectionSendWindow = DEFAULT_WINDOW;
+  private readonly reader = new FrameReader();
+  private readonly decoder = new HpackDecoder();
+  private pendingHeaders?: { streamId: number; parts: Buffer[]; endStream: boolean };
+  private readonly waiters = new Set<() => void>();
+  private readonly options: Required<H2WireOptions>;
+
+  private constructor(socket: Socket, options: H2WireOptions) {
+    this.socket = socket;
+    this.options = { settings: [], ackSettings: true, ackPings: true, autoWindowUpdate: true, handshake: true, ...options };
+    socket.on('data', (chunk: Buffer) => this.onData(chunk));
+    socket.on('error', () => {});
+    socket.on('drain', () => this.notify());
+    socket.on('close', () => {
+      this.closed = true;
+      this.closedAt = Date.now();
+      this.notify();
+    });
+  }
+
+  /** Opens a TCP connection to 127.0.0.1:port and (by default) sends the preface and SETTINGS. */
+  static async connect(port: number, options: H2WireOptions = {}): Promise<H2Wire> {
+    const socket = netConnect({ host: '127.0.0.1', port });
+    socket.setNoDelay(true);
+    await new Promise<void>((resolve, reject) => {
+      socket.once('connect', resolve);
+      socket.once('error', reject);
+    });
+    const wire = new H2Wire(socket, options);
+    if (wire.options.handshake) wire.write(Buffer.concat([PREFACE, settingsFrame(wire.options.settings)]));
+    return wire;
+  }
+
+  /** Writes raw bytes; false if the socket is gone. Resolves once they are handed to the kernel. */
+  write(bytes: Uint8Array): boolean {
+    if (this.closed || this.socket.destroyed) return false;
+    this.socket.write(bytes);
+    return true;
+  }
+
+  /** Writes and waits until the socket buffer has drained (bounded), so floods do not pile up in memory. */
+  async writeAndDrain(bytes: Uint8Array, timeoutMs = 10_000): Promise<boolean> {
+    if (this.closed || this.socket.destroyed) return false;
+    if (this.socket.write(bytes)) return true;
+    return this.until(() => this.socket.writableLength === 0 || this.closed, timeoutMs, 'socket drain').then(
+      () => !this.closed,
+      () => false,
+    );
+  }
+
+  /** A new client stream id (1, 3, 5, ...). */
+  allocStream(): number {
+    const id = this.nextStreamId;
+    this.nextStreamId += 2;
+    this.stream(id);
+    return id;
+  }
+
+  stream(id: number): StreamState {
+    let state = this.streams.get(id);
+    if (!state) {
+      state = { id, headerBlocks: [], dataBytes: 0, remoteEnded: false, sendWindow: this.peerSettings.get(Setting.INITIAL_WINDOW_SIZE) ?? DEFAULT_WINDOW };
+      this.streams.set(id, state);
+    }
+    return state;
+  }
+
+  /** HEADERS (one frame, END_HEADERS) opening a new stream; returns its id. */
+  sendHeaders(headers: HeaderList, opts: { endStream?: boolean; streamId?: number } = {}): number {
+    const id = opts.streamId ?? this.allocStream();
+    this.stream(id);
+    this.write(headersFrame(id, encodeHeaders(headers), { endStream: opts.endStream }));
+    return id;
+  }
+
+  /**
+   * DATA within the peer's flow-control windows: sends what fits, waits for WINDOW_UPDATE for the
+   * rest (bounded). Resolves with the bytes sent (less than asked if the wait timed out).
+   */
+  async sendData(streamId: number, data: Uint8Array, opts: { endStream?: boolean; timeoutMs?: number } = {}): Promise<number> {
+    const state = this.stream(streamId);
+    const maxFrame = this.peerSettings.get(Setting.MAX_FRAME_SIZE) ?? 16_384;
+    let sent = 0;
+    const deadline = Date.now() + (opts.timeoutMs ?? 10_000);
+    while (sent < data.length) {
+      const room = Math.min(this.connectionSendWindow, state.sendWindow, maxFrame, data.length - sent);
+      if (room <= 0) {
+        if (this.closed || state.rstCode !== undefined) return sent;
+        try {
+          await this.until(() => (this.connectionSendWindow > 0 && state.sendWindow > 0) || this.closed || state.rstCode !== undefined, deadline - Date.now(), 'flow-control window');
+        } catch {
+          return sent;
+        }
+        continue;
+      }
+      const last = sent + room === data.length;
+      if (!this.write(dataFrame(streamId, data.subarray(sent, sent + room), last && !!opts.endStream))) return sent;
+      this.connectionSendWindow -= room;
+      state.sendWindow -= room;
+      sent += room;
+    }
+    if (data.length === 0 && opts.endStream) this.write(dataFrame(streamId, Buffer.alloc(0), true));
+    return sent;
+  }
+
+  rst(streamId: number, code: number = ErrorCode.CANCEL): boolean {
+    return this.write(rstStreamFrame(streamId, code));
+  }
+
+  /** The stream has finished from the peer's side: END_STREAM or RST_STREAM received, or the connection is gone. */
+  isDone(streamId: number): boolean {
+    const s = this.streams.get(streamId);
+    return this.closed || (!!s && (s.remoteEnded || s.rstCode !== undefined));
+  }
+
+  /** grpc-status of a stream (trailers, or a Trailers-Only response), if any arrived. */
+  grpcStatus(streamId: number): number | undefined {
+    const blocks = this.streams.get(streamId)?.headerBlocks ?? [];
+    for (let i = blocks.length - 1; i >= 0; i--) {
+      const value = headerValue(blocks[i], 'grpc-status');
+      if (value !== undefined) return Number(value);
+    }
+    return undefined;
+  }
+
+  grpcMessage(streamId: number): string | undefined {
+    const blocks = this.streams.get(streamId)?.headerBlocks ?? [];
+    for (let i = blocks.length - 1; i >= 0; i--) {
+      const value = headerValue(blocks[i], 'grpc-message');
+      if (value !== undefined) return value;
+    }
+    return undefined;
+  }
+
+  /** Every grpc-message and GOAWAY debug text the peer sent, for "does not leak X" checks. */
+  allText(): string {
+    const texts: string[] = [];
+    for (const s of this.streams.values()) for (const block of s.headerBlocks) for (const [n, v] of block) texts.push(`${n}: ${v}`);
+    if (this.goaway) texts.push(this.goaway.debug);
+    return texts.join('\n');
+  }
+
+  /** Resolves once `condition` holds (re-checked on every frame and on close), or rejects after `timeoutMs`. */
+  until(condition: () => boolean, timeoutMs = 10_000, what = 'condition'): Promise<void> {
+    if (condition()) return Promise.resolve();
+    return new Promise((resolve, reject) => {
+      const check = (): void => {
+        if (!condition()) return;
+        clearTimeout(timer);
+        this.waiters.delete(check);
+        resolve();
+      };
+      const timer = setTimeout(() => {
+        this.waiters.delete(check);
+        reject(new Error(`timed out after ${timeoutMs} ms waiting for ${what}`));
+      }, Math.max(0, timeoutMs));
+      this.waiters.add(check);
+    });
+  }
+
+  /** Resolves once the peer has closed the TCP connection (bounded). */
+  waitClosed(timeoutMs = 10_000): Promise<void> {
+    return this.until(() => this.closed, timeoutMs, 'the peer to close the connection');
+  }
+
+  destroy(): void {
+    this.socket.destroy();
+  }
+
+  private notify(): void {
+    for (const waiter of [...this.waiters]) waiter();
+  }
+
+  private onData(chunk: Buffer): void {
+    this.bytesReceived += chunk.length;
+    let frames: Frame[];
+    try {
+      frames = this.reader.push(chunk);
+    } catch {
+      return void this.socket.destroy();
+    }
+    for (const f of frames) this.onFrame(f);
+    this.notify();
+  }
+
+  private onFrame(f: Frame): void {
+    // Keep payloads of DATA frames out of memory: floods would otherwise grow the log.
+    this.frames.push(f.type === FrameType.DATA ? { ...f, payload: Buffer.alloc(0) } : f);
+    if (this.frames.length > 50_000) this.frames.splice(0, 25_000);
+    switch (f.type) {
+      case FrameType.SETTINGS:
+        if (f.flags & Flags.ACK) break;
+        for (let i = 0; i + 6 <= f.payload.length; i += 6) {
+          const id = f.payload.readUInt16BE(i);
+          const value = f.payload.readUInt32BE(i + 2);
+          if (id === Setting.INITIAL_WINDOW_SIZE) {
+            const delta = value - (this.peerSettings.get(id) ?? DEFAULT_WINDOW);
+            for (const s of this.streams.values()) s.sendWindow += delta;
+          }
+          this.peerSettings.set(id, value);
+        }
+        this.peerSettingsReceived = true;
+        if (this.options.ackSettings) this.write(settingsAckFrame());
+        break;
+      case FrameType.PING:
+        if (!(f.flags & Flags.ACK) && this.options.ackPings) this.write(pingFrame(f.payload, true));
+        break;
+      case FrameType.GOAWAY:
+        this.goaway = { lastStreamId: f.payload.readUInt32BE(0) & 0x7fffffff, code: f.payload.readUInt32BE(4), debug: f.payload.subarray(8).toString('latin1') };
+        break;
+      case FrameType.WINDOW_UPDATE: {
+        const increment = f.payload.readUInt32BE(0) & 0x7fffffff;
+        if (f.streamId === 0) this.connectionSendWindow += increment;
+        else this.stream(f.streamId).sendWindow += increment;
+        break;
+      }
+      case FrameType.RST_STREAM:
+        this.stream(f.streamId).rstCode = f.payload.readUInt32BE(0);
+        break;
+      case FrameType.HEADERS:
+        this.pendingHeaders = { streamId: f.streamId, parts: [headerBlockOf(f)], endStream: (f.flags & Flags.END_STREAM) !== 0 };
+        if (f.flags & Flags.END_HEADERS) this.finishHeaders();
+        break;
+      case FrameType.CONTINUATION:
+        if (this.pendingHeaders?.streamId === f.streamId) {
+          this.pendingHeaders.parts.push(f.payload);
+          if (f.flags & Flags.END_HEADERS) this.finishHeaders();
+        }
+        break;
+      case FrameType.DATA: {
+        const s = this.stream(f.streamId);
+        let length = f.payload.length;
+        if (f.flags & Flags.PADDED) length -= 1 + f.payload[0]!;
+        s.dataBytes += length;
+        if (f.flags & Flags.END_STREAM) s.remoteEnded = true;
+        if (this.options.autoWindowUpdate && f.payload.length > 0) {
+          this.write(windowUpdateFrame(0, f.payload.length));
+          if (!s.remoteEnded) this.write(windowUpdateFrame(f.streamId, f.payload.length));
+        }
+        break;
+      }
+    }
+  }
+
+  private finishHeaders(): void {
+    const pending = this.pendingHeaders!;
+    this.pendingHeaders = undefined;
+    const s = this.stream(pending.streamId);
+    s.headerBlocks.push(this.decoder.decode(Buffer.concat(pending.parts)));
+    if (pending.endStream) s.remoteEnded = true;
+  }
+}
+
+/** The request headers of a gRPC call to `path`, plus `extra` (names lower-case unless a test means otherwise). */
+export function grpcRequestHeaders(path: string, extra: HeaderList = []): HeaderList {
+  const base: HeaderList = [
+    [':method', 'POST'],
+    [':scheme', 'http'],
+    [':path', path],
+    [':authority', 'sidecar'],
+    ['content-type', 'application/grpc'],
+    ['te', 'trailers'],
+  ];
+  // A name in `extra` replaces the default of the same (lower-cased) name.
+  const replaced = new Set(extra.map(([name]) => name.toLowerCase()));
+  return [...base.filter(([name]) => !replaced.has(name)), ...extra];
+}
