@@ -432,6 +432,7 @@ export class H2Wire {
   closedAt?: number;
   bytesReceived = 0;
   nextStreamId = 1;
+  private pingSeq = 0;
   connectionSendWindow = DEFAULT_WINDOW;
   private readonly reader = new FrameReader();
   private readonly decoder = new HpackDecoder();
@@ -535,6 +536,21 @@ export class H2Wire {
     }
     if (data.length === 0 && opts.endStream) this.write(dataFrame(streamId, Buffer.alloc(0), true));
     return sent;
+  }
+
+  /**
+   * Sends a PING and waits for its ACK: the peer has then read every frame sent before it.
+   * Resolves false if the connection closed or went away first, or the wait timed out.
+   */
+  async roundTrip(timeoutMs = 10_000): Promise<boolean> {
+    const payload = Buffer.alloc(8);
+    payload.writeUInt32BE(++this.pingSeq, 4);
+    const acked = (): boolean => this.frames.some((f) => f.type === FrameType.PING && f.flags & Flags.ACK && f.payload.equals(payload));
+    if (!this.write(pingFrame(payload))) return false;
+    return this.until(() => acked() || this.closed || this.goaway !== undefined, timeoutMs, 'a PING ack').then(
+      () => acked(),
+      () => false,
+    );
   }
 
   rst(streamId: number, code: number = ErrorCode.CANCEL): boolean {

@@ -444,16 +444,31 @@ describe('hostile clients (N=4, Q=2)', () => {
   });
 
   // Known HTTP/2 attacks.
-  it('survives Rapid Reset: 5,000 HEADERS each followed at once by RST_STREAM(CANCEL)', async () => {
+  // The attack must not reach the engine's shared session: today the sidecar dispatches the reset
+  // calls, relays the reset burst, and the engine's own HTTP/2 stack drops the session (GOAWAY),
+  // taking every other client's calls with it.
+  it('survives Rapid Reset (5,000 HEADERS each followed at once by RST_STREAM(CANCEL)) without losing the engine session', async () => {
+    const connectionsBefore = counter.accepted;
     const wire = await open();
     for (let chunk = 0; chunk < 10 && !wire.closed; chunk++) {
       const frames: Buffer[] = [];
       for (let i = 0; i < 500; i++) {
         const id = wire.allocStream();
-        frames.push(headersFrame(id, encodeHeaders(grpcRequestHeaders(path('Unary')))), rstStreamFrame(id, ErrorCode.CANCEL));
+        frames.push(headersFrame(id, encodeHeaders(grpcRequestHeaders(path('Unary'), [['x-tag', 'rapid']]))), rstStreamFrame(id, ErrorCode.CANCEL));
       }
       await wire.writeAndDrain(Buffer.concat(frames));
     }
+    await wire.roundTrip(); // the sidecar has read the whole attack (or closed the connection)
+    await expectGaugesZero(sidecar);
+    const client = testEngineClient(sidecar.address);
+    try {
+      const outcomes = [];
+      for (let i = 0; i < 10; i++) outcomes.push(await unary(client, 'Unary', { payload: Buffer.from('after') }, { deadlineMs: 10_000 }));
+      expect(outcomes.filter((o) => o.code !== OK).map((o) => o.details), 'normal calls right after the attack').toEqual([]);
+    } finally {
+      client.close();
+    }
+    expect(counter.accepted - connectionsBefore, 'new engine connections (the shared session was dropped)').toBe(0);
     await expectHealthy(sidecar, engine);
   });
 
