@@ -262,23 +262,32 @@ describe('hostile clients (N=4, Q=2)', () => {
     await expectHealthy(sidecar, engine);
   });
 
-  // Item 3: response headers out, request side open, client reads nothing, then resets with NO_ERROR.
-  it('frees the slots of calls reset with NO_ERROR after their response headers, while the idle connection stays open', async () => {
-    const wire = await open({ settings: [[Setting.INITIAL_WINDOW_SIZE, 0]], autoWindowUpdate: false });
-    const ids = Array.from({ length: N }, () => wire.sendHeaders(grpcRequestHeaders(path('Early'), [['x-replies', '4'], ['x-reply-bytes', '1024']])));
-    await wire.until(() => ids.every((id) => wire.stream(id).headerBlocks.length > 0), 10_000, 'response headers on every call');
-    for (const id of ids) wire.rst(id, ErrorCode.NO_ERROR);
-    await waitFor(() => engine.early === 0, 'the engine to see every call end', 10_000);
-    expect(wire.closed, 'the client connection is still open').toBe(false);
-    await expectGaugesZero(sidecar, 5000);
-    // New calls are admitted while the hostile connection stays open.
-    const busy = await fillEngine('after-reset');
-    engine.releaseHeld();
-    await busy.done;
-    busy.close();
-    expect(wire.closed).toBe(false);
-    await expectHealthy(sidecar, engine);
-  });
+  // Item 3: response headers out, request side open, client reads nothing, then resets with NO_ERROR,
+  // while the engine is still streaming or has already finished its side.
+  it.each(['still streaming', 'already finished'])(
+    'frees the slots of calls reset with NO_ERROR after their response headers (engine %s), while the idle connection stays open',
+    async (engineState) => {
+      const wire = await open({ settings: [[Setting.INITIAL_WINDOW_SIZE, 0]], autoWindowUpdate: false });
+      const ids = Array.from({ length: N }, () => wire.sendHeaders(grpcRequestHeaders(path('Early'), [['x-replies', '4'], ['x-reply-bytes', '1024']])));
+      await wire.until(() => ids.every((id) => wire.stream(id).headerBlocks.length > 0), 10_000, 'response headers on every call');
+      if (engineState === 'already finished') {
+        engine.releaseEarly();
+        await waitFor(() => engine.active === 0, 'the engine to finish every call');
+      }
+      for (const id of ids) wire.rst(id, ErrorCode.NO_ERROR);
+      await wire.roundTrip();
+      expect(wire.closed, 'the client connection is still open').toBe(false);
+      await expectGaugesZero(sidecar, 5000);
+      await waitFor(() => engine.early === 0, 'the engine to see every call end', 5000);
+      // New calls are admitted while the hostile connection stays open.
+      const busy = await fillEngine('after-reset');
+      engine.releaseHeld();
+      await busy.done;
+      busy.close();
+      expect(wire.closed).toBe(false);
+      await expectHealthy(sidecar, engine);
+    },
+  );
 
   // Item 4: timers longer than 2^31-1 ms must not fire at once.
   it.each(['720H', '99999999S'])('lets a call with grpc-timeout %s run to completion', async (timeout) => {
@@ -360,7 +369,8 @@ describe('hostile clients (N=4, Q=2)', () => {
       }
       if (!(await wire.writeAndDrain(Buffer.concat(frames)))) break;
     }
-    // Let the sidecar take in what it accepted: answered or refused streams stop changing.
+    // Let the sidecar take in what it accepted: it has read everything, and its answers stop changing.
+    await wire.roundTrip(20_000);
     let seen = -1;
     await waitFor(
       () => {
@@ -375,8 +385,9 @@ describe('hostile clients (N=4, Q=2)', () => {
     );
     const answered = [...wire.streams.values()].filter((s) => s.headerBlocks.length > 0 && s.rstCode === undefined).length;
     const rssAfter = await sidecar.metric('process_resident_memory_bytes');
-    expect(answered, 'watch streams served on one connection').toBeLessThanOrEqual(1000);
-    expect((rssAfter - rssBefore) / 2 ** 20, 'RSS growth in MiB').toBeLessThan(40);
+    const growthMiB = Math.round((rssAfter - rssBefore) / 2 ** 20);
+    expect(answered, `watch streams served on one connection (RSS grew ${growthMiB} MiB)`).toBeLessThanOrEqual(1000);
+    expect(growthMiB, 'RSS growth in MiB').toBeLessThan(40);
     wire.destroy();
     await expectHealthy(sidecar, engine);
   });
