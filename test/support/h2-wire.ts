@@ -394,6 +394,8 @@ export interface StreamState {
   remoteEnded: boolean;
   /** RST_STREAM code received from the peer. */
   rstCode?: number;
+  /** We reset the stream (sendData stops). */
+  localReset: boolean;
   /** Our send window for this stream. */
   sendWindow: number;
 }
@@ -401,11 +403,11 @@ export interface StreamState {
 export interface H2WireOptions {
   /** Our SETTINGS sent with the preface (default none). */
   settings?: [number, number][];
-  /** Answer the peer's SETTINGS with an ACK (default true). */
+  /** Answer the peer's SETTINGS with an ACK (default: true with the handshake). */
   ackSettings?: boolean;
-  /** Answer the peer's PINGs (default true). */
+  /** Answer the peer's PINGs (default: true with the handshake). */
   ackPings?: boolean;
-  /** Give back flow-control credit for DATA received, on the connection and the stream (default true). */
+  /** Give back flow-control credit for DATA received, on the connection and the stream (default: true with the handshake). */
   autoWindowUpdate?: boolean;
   /** Send the preface and SETTINGS on connect (default true). */
   handshake?: boolean;
@@ -442,7 +444,9 @@ export class H2Wire {
 
   private constructor(socket: Socket, options: H2WireOptions) {
     this.socket = socket;
-    this.options = { settings: [], ackSettings: true, ackPings: true, autoWindowUpdate: true, handshake: true, ...options };
+    // Without the handshake, answer nothing by default: any byte would count as (a bad) preface.
+    const polite = options.handshake !== false;
+    this.options = { settings: [], ackSettings: polite, ackPings: polite, autoWindowUpdate: polite, handshake: true, ...options };
     socket.on('data', (chunk: Buffer) => this.onData(chunk));
     socket.on('error', () => {});
     socket.on('drain', () => this.notify());
@@ -494,7 +498,7 @@ export class H2Wire {
   stream(id: number): StreamState {
     let state = this.streams.get(id);
     if (!state) {
-      state = { id, headerBlocks: [], dataBytes: 0, remoteEnded: false, sendWindow: this.peerSettings.get(Setting.INITIAL_WINDOW_SIZE) ?? DEFAULT_WINDOW };
+      state = { id, headerBlocks: [], dataBytes: 0, remoteEnded: false, localReset: false, sendWindow: this.peerSettings.get(Setting.INITIAL_WINDOW_SIZE) ?? DEFAULT_WINDOW };
       this.streams.set(id, state);
     }
     return state;
@@ -520,14 +524,16 @@ export class H2Wire {
     while (sent < data.length) {
       const room = Math.min(this.connectionSendWindow, state.sendWindow, maxFrame, data.length - sent);
       if (room <= 0) {
-        if (this.closed || state.rstCode !== undefined) return sent;
+        const gone = (): boolean => this.closed || state.rstCode !== undefined || state.localReset;
+        if (gone()) return sent;
         try {
-          await this.until(() => (this.connectionSendWindow > 0 && state.sendWindow > 0) || this.closed || state.rstCode !== undefined, deadline - Date.now(), 'flow-control window');
+          await this.until(() => (this.connectionSendWindow > 0 && state.sendWindow > 0) || gone(), deadline - Date.now(), 'flow-control window');
         } catch {
           return sent;
         }
         continue;
       }
+      if (state.localReset) return sent;
       const last = sent + room === data.length;
       if (!this.write(dataFrame(streamId, data.subarray(sent, sent + room), last && !!opts.endStream))) return sent;
       this.connectionSendWindow -= room;
@@ -554,6 +560,8 @@ export class H2Wire {
   }
 
   rst(streamId: number, code: number = ErrorCode.CANCEL): boolean {
+    this.stream(streamId).localReset = true;
+    this.notify();
     return this.write(rstStreamFrame(streamId, code));
   }
 

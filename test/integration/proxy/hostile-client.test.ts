@@ -236,7 +236,10 @@ describe('hostile clients (N=4, Q=2)', () => {
       if (s.rstCode !== undefined) expect(s.rstCode, `reset after the answer of ${tag}`).toBe(ErrorCode.NO_ERROR);
     }
     await expectGaugesZero(sidecar);
-    const dispatched = engine.headerArrivals.filter((t) => t.startsWith('expired-'));
+    // 0m and 0S have passed on arrival, 1n a moment later; 1u and 10u may in theory still be
+    // running when the sidecar dispatches, so for them only the single answer is checked.
+    const passedOnArrival = new Set(sent.filter((_, i) => i % timeouts.length <= 2).map(({ tag }) => tag));
+    const dispatched = engine.headerArrivals.filter((t) => passedOnArrival.has(t));
     expect(dispatched, 'calls the engine received although their deadline had passed at the sidecar').toEqual([]);
     await expectHealthy(sidecar, engine);
   });
