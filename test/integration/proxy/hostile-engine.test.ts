@@ -202,7 +202,10 @@ describe('an engine that goes away', () => {
     const port = engine.port;
     await engine.kill();
     const outcomes = await Promise.all(calls);
-    for (const outcome of outcomes) expect(outcome.code, outcome.details).toBe(grpc.status.UNAVAILABLE);
+    for (const outcome of outcomes) {
+      expect(outcome.code, outcome.details).toBe(grpc.status.UNAVAILABLE);
+      expect(outcome.details, 'messages to clients do not name the engine').not.toContain(`:${port}`);
+    }
     await expectGaugesZero(sidecar);
     engine = await startEngineProcess(port);
     await expectHealthy(sidecar, async () => Math.max(maxBefore, (await engine.stats()).maxActive));
@@ -231,7 +234,10 @@ describe('an engine that goes away', () => {
 
     const started = Date.now();
     const outcomes = await Promise.all(Array.from({ length: 3 }, () => unary(client, 'Unary', { payload: Buffer.from('x') }, { deadlineMs: 3000 })));
-    for (const outcome of outcomes) expect(outcome.code, outcome.details).toBe(grpc.status.UNAVAILABLE);
+    for (const outcome of outcomes) {
+      expect(outcome.code, outcome.details).toBe(grpc.status.UNAVAILABLE);
+      expect(outcome.details, 'messages to clients do not name the engine').not.toContain(`:${(mute.address() as { port: number }).port}`);
+    }
     expect(Date.now() - started, 'ms until the calls ended').toBeLessThan(3500);
     expectAlive(sidecar);
     await expectGaugesZero(sidecar);
