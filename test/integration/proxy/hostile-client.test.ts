@@ -30,7 +30,7 @@ import {
   type HeaderList,
 } from '../../support/h2-wire.js';
 import { TEST_ENGINE_PATH } from '../../support/raw-grpc.js';
-import { startSidecarProcess, type SidecarProcess } from '../../support/sidecar-process.js';
+import { runCli, startSidecarProcess, type SidecarProcess } from '../../support/sidecar-process.js';
 import { LOADER_OPTIONS, TEST_ENGINE_PROTO, startTestEngine, type TestEngine } from '../../support/test-engine.js';
 import { waitFor } from '../../support/wait.js';
 
@@ -331,6 +331,19 @@ describe('hostile clients (N=4, Q=2)', () => {
     await expectHealthy(sidecar, engine);
   });
 
+  it('documents the connection limits in --help, each with its env twin', async () => {
+    const help = await runCli(['--help']);
+    for (const [flag, env] of [
+      ['--max-concurrent-streams', 'DYN_SIDECAR_MAX_CONCURRENT_STREAMS'],
+      ['--idle-timeout-ms', 'DYN_SIDECAR_IDLE_TIMEOUT_MS'],
+      ['--handshake-timeout-ms', 'DYN_SIDECAR_HANDSHAKE_TIMEOUT_MS'],
+    ]) {
+      expect(help.stdout, `--help names ${flag}`).toContain(flag);
+      expect(help.stdout, `--help names ${env}`).toContain(env);
+    }
+    await expectHealthy(sidecar, engine);
+  });
+
   // Item 7: the per-connection stream limit is advertised.
   it('advertises SETTINGS_MAX_CONCURRENT_STREAMS (default 1000)', async () => {
     const wire = await open();
@@ -340,7 +353,7 @@ describe('hostile clients (N=4, Q=2)', () => {
   });
 
   it('refuses streams beyond --max-concurrent-streams on one connection', async () => {
-    const limited = await startSidecarProcess(['--upstream', engine.address], { ...ADMISSION_ENV, DYN_SIDECAR_MAX_CONCURRENT_STREAMS: '50' });
+    const limited = await startSidecarProcess(['--upstream', engine.address, '--max-concurrent-streams', '50'], ADMISSION_ENV);
     extraSidecars.push(limited);
     const wire = await open({}, limited.port);
     await wire.until(() => wire.peerSettingsReceived, 5000, "the sidecar's SETTINGS");
