@@ -9,6 +9,17 @@ export interface EngineProcess {
   readonly address: string;
   readonly proc: ChildProcessWithoutNullStreams;
   kill(): Promise<void>;
+  /** Releases every held call (Hold and Early). */
+  release(): void;
+  /** The engine's concurrency counters, asked over stdin (bounded). */
+  stats(timeoutMs?: number): Promise<EngineStats>;
+}
+
+export interface EngineStats {
+  active: number;
+  maxActive: number;
+  held: number;
+  early: number;
 }
 
 export async function startEngineProcess(port = 0, timeoutMs = 15_000): Promise<EngineProcess> {
@@ -35,6 +46,24 @@ export async function startEngineProcess(port = 0, timeoutMs = 15_000): Promise<
     });
   });
   return {
+    release: () => void proc.stdin.write('release\n'),
+    stats: (statsTimeoutMs = 5000) =>
+      new Promise<EngineStats>((resolve, reject) => {
+        const seen = out.length;
+        const timer = setTimeout(() => {
+          proc.stdout.off('data', onData);
+          reject(new Error(`test engine did not report stats within ${statsTimeoutMs} ms`));
+        }, statsTimeoutMs);
+        const onData = (): void => {
+          const m = /stats (\{[^\n]*\})\n/.exec(out.slice(seen));
+          if (!m) return;
+          clearTimeout(timer);
+          proc.stdout.off('data', onData);
+          resolve(JSON.parse(m[1]!) as EngineStats);
+        };
+        proc.stdout.on('data', onData);
+        proc.stdin.write('stats\n');
+      }),
     port: bound,
     address: `127.0.0.1:${bound}`,
     proc,

@@ -58,6 +58,13 @@ export interface TestEngine {
   readonly sinks: number;
   /** Lets every Sink call read its stream; each answers with the message count in `index`. */
   releaseSinks(): void;
+  /** Early calls holding right now (see the proto), and how many ended because the client cancelled. */
+  readonly early: number;
+  readonly earlyCancelled: number;
+  /** `x-tag` metadata of the Early calls held right now. */
+  readonly earlyTags: readonly string[];
+  /** Ends every Early call held right now (sending its headers and replies first if held back). */
+  releaseEarly(): number;
   /** Hold calls whose tag this returns true for are answered at once instead of held. */
   autoRelease: (tag: string) => boolean;
   releaseHeld(count?: number): number;
@@ -91,6 +98,8 @@ export async function startTestEngine(port = 0, options: grpc.ChannelOptions = {
   const held: HeldCall[] = [];
   let floodWritten = 0;
   const sinks: (() => void)[] = [];
+  const early = new Map<() => void, string>();
+  let earlyCancelled = 0;
   const enter = (): (() => void) => {
     active++;
     maxActive = Math.max(maxActive, active);
@@ -211,6 +220,32 @@ export async function startTestEngine(port = 0, options: grpc.ChannelOptions = {
       call.on('cancelled', leave);
       pump();
     },
+    Early(call: grpc.ServerDuplexStream<EchoRequest, EchoReply>) {
+      const leave = enter();
+      const meta = (key: string): string | undefined => {
+        const value = call.metadata.get(key)[0];
+        return value === undefined ? undefined : String(value);
+      };
+      const replies = Number(meta('x-replies') ?? 0);
+      const bytes = Number(meta('x-reply-bytes') ?? 16);
+      const answer = (): void => {
+        call.sendMetadata(new grpc.Metadata());
+        for (let i = 0; i < replies; i++) call.write({ payload: Buffer.alloc(bytes, 0x62), index: i, tag: '' });
+      };
+      if (meta('x-hold-headers') === undefined) answer();
+      const release = (): void => {
+        early.delete(release);
+        if (meta('x-hold-headers') !== undefined) answer();
+        call.end();
+        leave();
+      };
+      early.set(release, meta('x-tag') ?? '');
+      call.on('cancelled', () => {
+        if (early.delete(release)) earlyCancelled++;
+        leave();
+      });
+      call.on('error', () => {});
+    },
   });
 
   const boundPort = await new Promise<number>((resolve, reject) =>
@@ -244,6 +279,20 @@ export async function startTestEngine(port = 0, options: grpc.ChannelOptions = {
     },
     get sinks() {
       return sinks.length;
+    },
+    get early() {
+      return early.size;
+    },
+    get earlyCancelled() {
+      return earlyCancelled;
+    },
+    get earlyTags() {
+      return [...early.values()];
+    },
+    releaseEarly() {
+      const all = [...early.keys()];
+      for (const release of all) release();
+      return all.length;
     },
     releaseSinks() {
       for (const resume of sinks.splice(0)) resume();
