@@ -6,6 +6,13 @@
 /** Longest delay node's timers take (2^31-1 ms, about 24.8 days); longer ones fire at once. */
 export const MAX_TIMER_MS = 2 ** 31 - 1;
 
+/**
+ * Longest grpc-timeout the sidecar forwards: whole seconds below 2^31-1 ms. Engines time
+ * deadlines in 32-bit milliseconds (grpc-js truncates with `| 0`, so 720H arrives as a negative
+ * timeout and fails at once); the sidecar still times the client's real deadline itself.
+ */
+export const MAX_FORWARDED_TIMEOUT_MS = Math.floor(MAX_TIMER_MS / 1000) * 1000;
+
 const UNIT_MS: Record<string, number> = { H: 3_600_000, M: 60_000, S: 1000, m: 1, u: 1e-3, n: 1e-6 };
 const TIMEOUT_RE = /^(\d{1,8})([HMSmun])$/;
 

@@ -30,7 +30,7 @@
  */
 import { constants, type IncomingHttpHeaders, type OutgoingHttpHeaders } from 'node:http2';
 import type { Permit, QueueTicket } from '../admission/gate.js';
-import { MAX_TIMER_MS, formatGrpcTimeout } from '../grpc/deadline.js';
+import { MAX_FORWARDED_TIMEOUT_MS, MAX_TIMER_MS, formatGrpcTimeout } from '../grpc/deadline.js';
 import { statusTrailers, trailersOnlyHeaders } from '../grpc/respond.js';
 import { GrpcStatus, parseStatus } from '../grpc/status.js';
 import { CallError } from './call-error.js';
@@ -391,7 +391,9 @@ export class ProxiedCall implements OpenCall, DispatchTurn {
 
   private dispatch(): void {
     const headers = stripConnectionHeaders(this.headers);
-    if (this.deadlineAt !== undefined) headers['grpc-timeout'] = formatGrpcTimeout(this.deadlineAt - this.ctx.clock.now());
+    if (this.deadlineAt !== undefined) {
+      headers['grpc-timeout'] = formatGrpcTimeout(Math.min(MAX_FORWARDED_TIMEOUT_MS, this.deadlineAt - this.ctx.clock.now()));
+    }
     let upstream: WithCall<UpstreamStream>;
     try {
       upstream = this.ctx.upstream.request(headers) as WithCall<UpstreamStream>;
