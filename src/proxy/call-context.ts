@@ -54,6 +54,8 @@ export interface UpstreamStream extends CallStream {
 export interface UpstreamConnector {
   /** Throws when no stream can be opened (session gone, or the headers are not sendable). */
   request(headers: OutgoingHttpHeaders): UpstreamStream;
+  /** The engine is known unreachable: new calls are answered UNAVAILABLE at once. */
+  readonly down: boolean;
   /** False for a session whose connection never came up: tells "unreachable" from "lost". */
   wasConnected(session: unknown): boolean;
 }

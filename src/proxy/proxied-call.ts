@@ -394,6 +394,10 @@ export class ProxiedCall implements OpenCall, DispatchTurn {
     if (this.deadlineAt !== undefined) {
       headers['grpc-timeout'] = formatGrpcTimeout(Math.min(MAX_FORWARDED_TIMEOUT_MS, this.deadlineAt - this.ctx.clock.now()));
     }
+    if (this.ctx.upstream.down) {
+      this.ctx.metrics.upstreamError('connect');
+      return this.answer(new CallError('upstream_unavailable', ENGINE_UNAVAILABLE_MESSAGE));
+    }
     let upstream: WithCall<UpstreamStream>;
     try {
       upstream = this.ctx.upstream.request(headers) as WithCall<UpstreamStream>;

@@ -92,6 +92,15 @@ export class UpstreamPool {
     return formatHostPort(this.options.target);
   }
 
+  /**
+   * True once the engine is known to be unreachable (refused, silent, not answering PINGs), but
+   * not while the first connection is still being tried: calls then fail fast with UNAVAILABLE,
+   * which clients retry elsewhere, instead of waiting on an engine that is not there.
+   */
+  get down(): boolean {
+    return this.state === 'unreachable';
+  }
+
   get reachable(): boolean {
     return this.state === 'reachable';
   }

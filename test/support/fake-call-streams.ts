@@ -136,6 +136,7 @@ export class FakeConnector implements UpstreamConnector {
   readonly opened: FakeUpstream[] = [];
   session = new FakeSession();
   connected = true;
+  down = false;
   failNext: Error | undefined;
 
   request(headers: OutgoingHttpHeaders): FakeUpstream {

@@ -367,6 +367,17 @@ describe('ProxiedCall outcomes', () => {
     expect(h.metrics.ended).toEqual([GrpcStatus.CANCELLED]);
   });
 
+  it('answers UNAVAILABLE at once, without opening an engine stream, while the engine is known to be down', () => {
+    const h = harness();
+    h.connector.down = true;
+    h.call.start();
+    EVENTS.dispatchTurn(h);
+    expect(h.connector.opened).toHaveLength(0);
+    expect(h.down.outcome).toBe(`status ${GrpcStatus.UNAVAILABLE}`);
+    expect(h.gate.inEngine).toBe(0);
+    expect(h.metrics.events).toContain('upstreamError connect');
+  });
+
   it('frees the slot of a client that resets with NO_ERROR after the response headers while its request side is open', () => {
     const h = reach('streaming');
     EVENTS.clientResetNoError(h);
