@@ -11,7 +11,8 @@
  *              dynamo_sidecar_engine_kv_usage_ratio{dp_rank} (last scraped value).
  * With publisher: dynamo_sidecar_load_events_published_total (confirmed by the server),
  *              dynamo_sidecar_load_publish_failures_total, dynamo_sidecar_nats_connected (0 while
- *              disconnected or stalled; see publisher.ts for the liveness rules).
+ *              disconnected or stalled; see publisher.ts for the liveness rules),
+ *              dynamo_sidecar_load_events_unconfirmed (handed over, confirmation outstanding).
  */
 import { Counter, Gauge, type Registry } from 'prom-client';
 import type { ScrapedLoad } from './engine-metrics.js';
@@ -28,6 +29,8 @@ export interface ScrapeView {
 export interface PublishView {
   readonly stats: { readonly published: number; readonly failures: number };
   readonly connected: boolean;
+  /** Events handed to the NATS client and not yet confirmed or given up. */
+  readonly pending: number;
 }
 
 export function registerLoadMetrics(registry: Registry, tracker: LoadView, scraper?: ScrapeView, publisher?: PublishView): void {
@@ -89,6 +92,14 @@ export function registerLoadMetrics(registry: Registry, tracker: LoadView, scrap
       registers,
       collect() {
         this.set(publisher.connected ? 1 : 0);
+      },
+    });
+    new Gauge({
+      name: 'dynamo_sidecar_load_events_unconfirmed',
+      help: 'Load events handed to the NATS client whose confirmation by the server is still outstanding.',
+      registers,
+      collect() {
+        this.set(publisher.pending);
       },
     });
   }

@@ -89,6 +89,8 @@ describe('LoadPublisher with a hung broker', () => {
     await waitFor(() => p.stats.failures >= failuresBefore + 5, 'several heartbeats to be skipped while stopped');
     expect(p.stats.published).toBe(publishedWhileStopped);
     expect(await gauge(registry, 'dynamo_sidecar_load_events_published_total')).toBe(publishedWhileStopped);
+    // Nothing is handed to the hung socket, and what was handed over is given up, not pending.
+    expect(await gauge(registry, 'dynamo_sidecar_load_events_unconfirmed')).toBe(0);
 
     nats.proc.kill('SIGCONT');
     await waitFor(() => p.connected, 'the publisher to reconnect after SIGCONT', 15_000);
