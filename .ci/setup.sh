@@ -1,16 +1,18 @@
 #!/usr/bin/env bash
-# Installs what the test suite and the benchmarks start for real: nats-server, promtool,
-# and (with --bench) haproxy, nginx and h2load. Idempotent; needs root only when something is missing.
+# Installs every system binary the test suite starts for real: nats-server, promtool, h2load
+# (the bench smoke test runs the harness, which needs h2load and taskset), and with --bench the
+# comparison proxies haproxy and nginx. Idempotent; needs root only when something is missing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 need=()
 command -v nats-server >/dev/null 2>&1 || need+=(nats-server)
 command -v promtool >/dev/null 2>&1 || need+=(prometheus)
+command -v h2load >/dev/null 2>&1 || need+=(nghttp2-client)
+command -v taskset >/dev/null 2>&1 || need+=(util-linux)
 if [[ "${1:-}" == "--bench" ]]; then
   command -v haproxy >/dev/null 2>&1 || need+=(haproxy)
   command -v nginx >/dev/null 2>&1 || need+=(nginx)
-  command -v h2load >/dev/null 2>&1 || need+=(nghttp2-client)
 fi
 if ((${#need[@]})); then
   echo "setup: installing ${need[*]} (Debian packages)" >&2

@@ -1,6 +1,9 @@
 /**
  * Structured JSON logs, one object per line. Small on purpose: the proxy logs state changes
  * and bursts, never per call, so a full logging library would add weight without use.
+ *
+ * Every line goes through `redactUrlCredentials`: a password or token in a URL (a NATS server,
+ * an engine metrics URL, an error message quoting either) never reaches the log, whoever logs it.
  */
 export type LogLevel = 'debug' | 'info' | 'warn' | 'error';
 
@@ -25,7 +28,7 @@ export function createLogger(options: { level?: LogLevel; sink?: LogSink; base?:
   const now = options.now ?? Date.now;
   const emit = (level: LogLevel, msg: string, fields?: Record<string, unknown>): void => {
     if (LEVELS[level] < threshold) return;
-    sink.write(JSON.stringify({ time: new Date(now()).toISOString(), level, msg, ...base, ...fields }) + '\n');
+    sink.write(JSON.stringify({ time: new Date(now()).toISOString(), level, msg, ...base, ...fields }, redactStrings) + '\n');
   };
   return {
     debug: (m, f) => emit('debug', m, f),
@@ -46,3 +49,27 @@ export const silentLogger: Logger = {
     return silentLogger;
   },
 };
+
+/**
+ * `scheme://user:password@` and `scheme://token@` in URLs; the userinfo may not contain
+ * whitespace, '/', '@' or ',' (the separator of NATS server lists).
+ */
+const URL_USERINFO_RE = /\b([a-z][a-z0-9+.-]*:\/\/)([^\s/@,]+)@/giu;
+
+/**
+ * Hides credentials in every URL inside `text`: `nats://user:pass@host` becomes
+ * `nats://user:***@host` (the user name helps debugging and is not a secret), and a token,
+ * `nats://tok@host`, becomes `nats://***@host`. Text without URLs is returned unchanged.
+ */
+export function redactUrlCredentials(text: string): string {
+  if (!text.includes('@')) return text;
+  return text.replace(URL_USERINFO_RE, (_all, scheme: string, userinfo: string) => {
+    const colon = userinfo.indexOf(':');
+    return colon >= 0 ? `${scheme}${userinfo.slice(0, colon)}:***@` : `${scheme}***@`;
+  });
+}
+
+/** JSON.stringify replacer: redacts every string value, at any depth. */
+function redactStrings(_key: string, value: unknown): unknown {
+  return typeof value === 'string' ? redactUrlCredentials(value) : value;
+}

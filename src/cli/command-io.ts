@@ -1,6 +1,6 @@
 /**
  * What a command needs from its process, injected so tests can run commands in-process:
- * output streams, environment, exit, and the emitter that delivers SIGTERM/SIGINT.
+ * output streams, environment, exit, and the emitter that delivers SIGTERM/SIGINT/SIGHUP.
  */
 import type { Command } from 'commander';
 import { CommanderError } from 'commander';
@@ -13,7 +13,8 @@ export interface CommandIo {
   exit(code: number): void;
   readonly signals: {
     once(signal: 'SIGTERM' | 'SIGINT', listener: () => void): unknown;
-    off(signal: 'SIGTERM' | 'SIGINT', listener: () => void): unknown;
+    on(signal: 'SIGHUP', listener: () => void): unknown;
+    off(signal: 'SIGTERM' | 'SIGINT' | 'SIGHUP', listener: () => void): unknown;
   };
 }
 
@@ -70,4 +71,15 @@ export function onFirstSignal(io: CommandIo, handler: () => void): () => void {
   io.signals.once('SIGTERM', listener);
   io.signals.once('SIGINT', listener);
   return dispose;
+}
+
+/**
+ * SIGHUP's default action ends the process at once (exit 129: no drain, no log line). Until
+ * configuration reload exists, call `onHangup` (which logs) instead and keep running; a later
+ * change may reload here. Returns a function that removes the listener.
+ */
+export function keepRunningOnHangup(io: CommandIo, onHangup: () => void): () => void {
+  const listener = (): void => onHangup();
+  io.signals.on('SIGHUP', listener);
+  return () => io.signals.off('SIGHUP', listener);
 }

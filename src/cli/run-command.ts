@@ -5,13 +5,14 @@
  */
 import { Command, Option } from 'commander';
 import { ConfigError } from '../config/config-error.js';
+import { describeEnvTypo, findEnvTypos } from '../config/env-typos.js';
 import { formatHostPort } from '../config/host-port.js';
 import { SIDECAR_OPTIONS, type OptionSpec, type RawFlags } from '../config/options.js';
 import { parseSidecarConfig, type SidecarConfig } from '../config/sidecar-config.js';
 import { startSimulatedEngine, type RunningEngine } from '../engine/index.js';
-import { createLogger, type Logger } from '../log.js';
+import { createLogger, redactUrlCredentials, type Logger } from '../log.js';
 import { startSidecar, type RunningSidecar } from '../sidecar.js';
-import { USAGE_EXIT_CODE, applyUsageExit, onFirstSignal, waitForSignal, type CommandIo } from './command-io.js';
+import { USAGE_EXIT_CODE, applyUsageExit, keepRunningOnHangup, onFirstSignal, waitForSignal, type CommandIo } from './command-io.js';
 import { StatusLine } from './status-line.js';
 
 /** Demo mode limits, when the user set none: small enough that a load of 200 shows rejections. */
@@ -58,7 +59,8 @@ export function registerRunCommand(program: Command, io: CommandIo): Command {
       config = parseSidecarConfig(flags, io.env);
     } catch (err) {
       if (!(err instanceof ConfigError)) throw err;
-      for (const problem of err.problems) io.stderr.write(`dynamo-sidecar: ${problem}\n`);
+      // Problems quote the bad value, which may be a URL with a password in it.
+      for (const problem of err.problems) io.stderr.write(`dynamo-sidecar: ${redactUrlCredentials(problem)}\n`);
       return io.exit(USAGE_EXIT_CODE);
     }
     await runSidecar(config, io);
@@ -73,6 +75,10 @@ function describeAdmission(config: SidecarConfig): string {
 
 async function runSidecar(requested: SidecarConfig, io: CommandIo): Promise<void> {
   const logger = createLogger({ level: requested.logLevel, sink: io.stderr, base: { service: 'dynamo-sidecar' } });
+  const stopIgnoringHangup = keepRunningOnHangup(io, () => logger.warn('SIGHUP received; configuration reload is not supported yet, ignoring'));
+  // A mistyped setting would otherwise be ignored in silence (DYN_ENGINE_REQUEST_LIMT: admission off).
+  const knownEnv = (Object.values(SIDECAR_OPTIONS) as OptionSpec[]).map((spec) => spec.env);
+  for (const typo of findEnvTypos(io.env, knownEnv)) logger.warn(describeEnvTypo(typo), { variable: typo.name, suggestion: typo.suggestion });
   const demo = requested.upstream === undefined;
   let config = requested;
   let engine: RunningEngine | undefined;
@@ -95,7 +101,8 @@ async function runSidecar(requested: SidecarConfig, io: CommandIo): Promise<void
     });
   } catch (err) {
     await engine?.close();
-    io.stderr.write(`dynamo-sidecar: cannot start: ${(err as Error).message}\n`);
+    stopIgnoringHangup();
+    io.stderr.write(`dynamo-sidecar: cannot start: ${redactUrlCredentials((err as Error).message)}\n`);
     return io.exit(1);
   }
   const listen = formatHostPort({ host: config.listen.host, port: sidecar.ingressPort });
@@ -113,6 +120,7 @@ async function runSidecar(requested: SidecarConfig, io: CommandIo): Promise<void
     io.exit(1);
   });
   await shutdown(sidecar, engine, config, logger, signal);
+  stopIgnoringHangup();
   io.exit(0);
 }
 

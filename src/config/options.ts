@@ -50,6 +50,43 @@ export const SIDECAR_OPTIONS = {
     defaultText: '5000 in demo mode, else 0 (off)',
     help: 'print a one-line status (in engine, queued, rejected, tokens/s) on stdout this often',
   },
+  // Connection limits and timeouts (issue 8): hostile or dead peers must not hold resources forever.
+  maxConcurrentStreams: {
+    flag: '--max-concurrent-streams <n>',
+    env: 'DYN_SIDECAR_MAX_CONCURRENT_STREAMS',
+    defaultText: '1000',
+    help: 'max concurrent streams per client connection on the gRPC ingress, advertised in SETTINGS (1..2^31-1)',
+  },
+  idleTimeoutMs: {
+    flag: '--idle-timeout-ms <ms>',
+    env: 'DYN_SIDECAR_IDLE_TIMEOUT_MS',
+    defaultText: '300000',
+    help: 'close a client connection (ingress or system port) with no open call or request for this long; 0 = never',
+  },
+  handshakeTimeoutMs: {
+    flag: '--handshake-timeout-ms <ms>',
+    env: 'DYN_SIDECAR_HANDSHAKE_TIMEOUT_MS',
+    defaultText: '10000',
+    help: "ingress: the client's HTTP/2 preface and SETTINGS must arrive within it; system port: a request's headers must (>= 100)",
+  },
+  upstreamPingIntervalMs: {
+    flag: '--upstream-ping-interval-ms <ms>',
+    env: 'DYN_SIDECAR_UPSTREAM_PING_INTERVAL_MS',
+    defaultText: '1000',
+    help: 'how often the engine connection is PINGed to check it still answers',
+  },
+  upstreamPingTimeoutMs: {
+    flag: '--upstream-ping-timeout-ms <ms>',
+    env: 'DYN_SIDECAR_UPSTREAM_PING_TIMEOUT_MS',
+    defaultText: '3000',
+    help: "the engine is unreachable (not ready) when its SETTINGS or a PING answer take longer than this",
+  },
+  metricsCacheMs: {
+    flag: '--metrics-cache-ms <ms>',
+    env: 'DYN_SIDECAR_METRICS_CACHE_MS',
+    defaultText: '1000',
+    help: 'render /metrics at most once per this many ms and serve that text to every scrape in between; 0 = render on every scrape',
+  },
   logLevel: { flag: '--log-level <level>', env: 'DYN_LOG_LEVEL', defaultText: 'info', help: 'debug | info | warn | error (JSON lines on stderr)' },
   // Load tracking and events (DESIGN.md sections 3 and 4).
   engineMetricsUrl: {
@@ -89,6 +126,12 @@ export const SIDECAR_OPTIONS = {
     env: 'DYN_LOAD_HEARTBEAT_MS',
     defaultText: '1000',
     help: 'publish the current load at least this often, even when nothing changed',
+  },
+  natsLivenessTimeoutMs: {
+    flag: '--nats-liveness-timeout-ms <ms>',
+    env: 'DYN_NATS_LIVENESS_TIMEOUT_MS',
+    defaultText: '2000',
+    help: 'NATS counts as disconnected when the server has not confirmed published load events (or answered a PING) within this; events count as published only once confirmed',
   },
   workerId: {
     flag: '--worker-id <n>',

@@ -9,8 +9,10 @@
  *              scrape's kv_used/kv_total, absent when unknown).
  * With scraper: dynamo_sidecar_engine_scrape_errors_total, dynamo_sidecar_engine_scrape_stale,
  *              dynamo_sidecar_engine_kv_usage_ratio{dp_rank} (last scraped value).
- * With publisher: dynamo_sidecar_load_events_published_total, dynamo_sidecar_load_publish_failures_total,
- *              dynamo_sidecar_nats_connected.
+ * With publisher: dynamo_sidecar_load_events_published_total (confirmed by the server),
+ *              dynamo_sidecar_load_publish_failures_total, dynamo_sidecar_nats_connected (0 while
+ *              disconnected or stalled; see publisher.ts for the liveness rules),
+ *              dynamo_sidecar_load_events_unconfirmed (handed over, confirmation outstanding).
  */
 import { Counter, Gauge, type Registry } from 'prom-client';
 import type { ScrapedLoad } from './engine-metrics.js';
@@ -27,6 +29,8 @@ export interface ScrapeView {
 export interface PublishView {
   readonly stats: { readonly published: number; readonly failures: number };
   readonly connected: boolean;
+  /** Events handed to the NATS client and not yet confirmed or given up. */
+  readonly pending: number;
 }
 
 export function registerLoadMetrics(registry: Registry, tracker: LoadView, scraper?: ScrapeView, publisher?: PublishView): void {
@@ -75,20 +79,32 @@ export function registerLoadMetrics(registry: Registry, tracker: LoadView, scrap
     });
   }
   if (publisher) {
-    mirrorCounter(registry, 'dynamo_sidecar_load_events_published_total', 'Load events handed to the NATS client.', () => publisher.stats.published);
-    mirrorCounter(registry, 'dynamo_sidecar_load_publish_failures_total', 'Load publishes skipped while NATS was not connected, or that threw.', () => publisher.stats.failures);
+    mirrorCounter(registry, 'dynamo_sidecar_load_events_published_total', 'Load events the NATS server confirmed receiving (a flush answered after them).', () => publisher.stats.published);
+    mirrorCounter(
+      registry,
+      'dynamo_sidecar_load_publish_failures_total',
+      'Load publishes skipped while NATS was not connected or not answering, that threw, or that the server did not confirm within the liveness timeout.',
+      () => publisher.stats.failures,
+    );
     new Gauge({
       name: 'dynamo_sidecar_nats_connected',
-      help: '1 while the load publisher is connected to NATS.',
+      help: '1 while the load publisher is connected to NATS and the server confirms publishes within the liveness timeout.',
       registers,
       collect() {
         this.set(publisher.connected ? 1 : 0);
       },
     });
+    new Gauge({
+      name: 'dynamo_sidecar_load_events_unconfirmed',
+      help: 'Load events handed to the NATS client whose confirmation by the server is still outstanding.',
+      registers,
+      collect() {
+        this.set(publisher.pending);
+      },
+    });
   }
 }
 
-/** A counter that follows a monotonic number owned elsewhere. */
 /** A counter that mirrors a running total kept elsewhere, read at scrape time. */
 export function mirrorCounter(registry: Registry, name: string, help: string, read: () => number): void {
   let seen = 0;

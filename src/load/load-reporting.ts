@@ -68,6 +68,7 @@ export class LoadReporting {
         subject: this.subject,
         source: this.tracker,
         heartbeatMs: config.loadHeartbeatMs,
+        livenessTimeoutMs: config.natsLivenessTimeoutMs,
         name: `dynamo-sidecar-${this.workerId}`,
         logger: logger.child({ component: 'nats' }),
       });

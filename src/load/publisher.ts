@@ -11,17 +11,37 @@
  * Never blocks or throws into the proxy: publish is synchronous fire-and-forget. nats.js 3.x
  * buffers publishes without limit while disconnected, so while not connected we do not call
  * publish at all; the tracker holds the state and the first thing after (re)connecting is a
- * publish of the current snapshot. Events not handed over (disconnected or publish threw)
- * count in `stats.failures`; `sequence` only advances for events actually published.
+ * publish of the current snapshot.
+ *
+ * Liveness and counting (a broker can hang with its TCP connection open, e.g. SIGSTOP: nats.js
+ * then reports nothing for minutes and every publish vanishes into the socket buffer):
+ * - Handing an event to nats.js makes it *unconfirmed*. After each publish a confirmation probe,
+ *   `flush()` (a PING after everything sent so far), runs; one probe at a time, covering every
+ *   event handed over before it started. The server's PONG moves those events to
+ *   `stats.published`. Events handed over while a probe runs wait for the next probe.
+ * - A probe not answered within `livenessTimeoutMs` (default 2000) counts its events in
+ *   `stats.failures` (they may still arrive late, but as stale load) and puts the publisher in
+ *   state `stalled`: `connected` is false (the dynamo_sidecar_nats_connected gauge reads 0),
+ *   nothing more is handed to the socket, and skipped publishes count as failures. It leaves
+ *   `stalled` when the late PONG arrives (connected again, current snapshot published at once)
+ *   or through nats.js's own disconnect and reconnect: nats.js PINGs the server every
+ *   `livenessTimeoutMs` and drops the connection after two unanswered PINGs.
+ * - With the default heartbeat of 1 s a hung broker reads disconnected within about
+ *   heartbeat + livenessTimeoutMs (3 s), and at most one probe's events are miscounted as
+ *   delivered: none, since they are counted only on the PONG.
+ * - `stats.failures` also counts publishes skipped while not connected and publishes that threw;
+ *   `sequence` only advances for events actually handed over.
  *
  * Connecting: the first connect is our own retry loop (exponential backoff to
  * `reconnectTimeWaitMs`, plus jitter) in the background, so a broker that is down at startup
  * neither blocks nor crashes startup, and close() can stop it (nats.js's waitOnFirstConnect
  * loop cannot be cancelled). After that nats.js reconnects forever (maxReconnectAttempts -1).
- * Status changes are logged once per state change, never per attempt.
+ * Status changes are logged once per state change, never per attempt; server URLs are logged
+ * through the logger, which redacts credentials.
  */
 import { createHash } from 'node:crypto';
 import { connect as natsConnect, type NatsConnection, type NodeConnectionOptions } from '@nats-io/transport-node';
+import { DEFAULT_NATS_LIVENESS_TIMEOUT_MS } from '../config/sidecar-config.js';
 import type { Logger } from '../log.js';
 import type { LoadEvent } from './load-tracker.js';
 
@@ -32,7 +52,8 @@ export interface LoadSource {
 }
 
 export type ConnectFn = (options: NodeConnectionOptions) => Promise<NatsConnection>;
-export type NatsState = 'idle' | 'connecting' | 'connected' | 'disconnected' | 'reconnecting' | 'closed';
+/** `stalled`: the TCP connection is up but the server did not confirm publishes in time. */
+export type NatsState = 'idle' | 'connecting' | 'connected' | 'stalled' | 'disconnected' | 'reconnecting' | 'closed';
 
 export interface LoadPublisherOptions {
   servers: string | string[];
@@ -43,6 +64,8 @@ export interface LoadPublisherOptions {
   heartbeatMs?: number;
   reconnectTimeWaitMs?: number;
   reconnectJitterMs?: number;
+  /** Publishes unconfirmed (and PINGs unanswered) this long mean the broker is not there. */
+  livenessTimeoutMs?: number;
   /** Client name shown by the server's monitoring. */
   name?: string;
   /** Replaceable for tests (e.g. to observe publish calls). */
@@ -74,6 +97,7 @@ export function defaultWorkerId(hostname: string, listenPort: number): number {
 }
 
 export class LoadPublisher {
+  /** published: confirmed by the server; failures: skipped, threw, or not confirmed in time. */
   readonly stats = { published: 0, failures: 0, connects: 0, disconnects: 0 };
   private readonly options: LoadPublisherOptions;
   private readonly connectFn: ConnectFn;
@@ -84,10 +108,24 @@ export class LoadPublisher {
   private debounce: NodeJS.Timeout | undefined;
   private heartbeat: NodeJS.Timeout | undefined;
   private wake: (() => void) | undefined;
+  private readonly livenessTimeoutMs: number;
+  /** Events handed to nats.js and not yet covered by a probe. */
+  private unconfirmed = 0;
+  /** The running confirmation probe's deadline, if one runs. */
+  private probeTimer: NodeJS.Timeout | undefined;
+  private probing = false;
+  /** Size of the running probe's batch. */
+  private probeBatch = 0;
 
   constructor(options: LoadPublisherOptions) {
     this.options = options;
     this.connectFn = options.connect ?? natsConnect;
+    this.livenessTimeoutMs = options.livenessTimeoutMs ?? DEFAULT_NATS_LIVENESS_TIMEOUT_MS;
+  }
+
+  /** Events handed to nats.js whose confirmation is still outstanding. */
+  get pending(): number {
+    return this.unconfirmed + this.probeBatch;
   }
 
   get state(): NatsState {
@@ -120,11 +158,68 @@ export class LoadPublisher {
     for (const event of this.options.source.snapshot()) {
       try {
         nc.publish(this.options.subject, JSON.stringify(event));
-        this.stats.published++;
+        this.unconfirmed++;
       } catch {
         this.stats.failures++;
       }
     }
+    this.probe(nc);
+  }
+
+  /**
+   * Confirms everything handed over so far with one flush (PING/PONG), bounded by the liveness
+   * timeout. Exactly one of the success, failure and timeout paths counts the batch.
+   */
+  private probe(nc: NatsConnection): void {
+    if (this.probing || this.unconfirmed === 0) return;
+    const batch = this.unconfirmed;
+    this.unconfirmed = 0;
+    this.probing = true;
+    this.probeBatch = batch;
+    let counted = false;
+    const settle = (confirmed: boolean): boolean => {
+      if (counted) return false;
+      counted = true;
+      clearTimeout(this.probeTimer);
+      this.probeTimer = undefined;
+      this.probing = false;
+      this.probeBatch = 0;
+      if (confirmed) this.stats.published += batch;
+      else this.stats.failures += batch;
+      return true;
+    };
+    this.probeTimer = setTimeout(() => {
+      if (!settle(false) || this.closing || this.nc !== nc) return;
+      this.giveUpUnconfirmed();
+      if (this.stateValue === 'connected') this.setState('stalled', { timeout_ms: this.livenessTimeoutMs });
+    }, this.livenessTimeoutMs);
+    this.probeTimer.unref();
+    let flushed: Promise<void>;
+    try {
+      flushed = nc.flush();
+    } catch (err) {
+      flushed = Promise.reject(err as Error);
+    }
+    flushed.then(
+      () => {
+        if (settle(true)) {
+          if (this.stateValue === 'connected' && this.nc === nc) this.probe(nc);
+          return;
+        }
+        // A late answer from a stalled server: it is back.
+        if (!this.closing && this.nc === nc && this.stateValue === 'stalled') {
+          this.setState('connected', { server: nc.getServer() });
+          this.publishNow();
+        }
+      },
+      () => void settle(false),
+    );
+  }
+
+  /** Events handed over but not yet probed, on a stalled or lost connection: count them as failed. */
+  private giveUpUnconfirmed(): void {
+    this.stats.failures += this.unconfirmed;
+    this.unconfirmed = 0;
   }
 
   /** Stops publishing, flushes what the client holds when connected, and closes. */
@@ -134,6 +229,7 @@ export class LoadPublisher {
     this.unsubscribe?.();
     clearTimeout(this.debounce);
     clearTimeout(this.heartbeat);
+    clearTimeout(this.probeTimer);
     this.wake?.();
     const nc = this.nc;
     if (nc && !nc.isClosed()) {
@@ -161,6 +257,9 @@ export class LoadPublisher {
           maxReconnectAttempts: -1,
           reconnectTimeWait: cap,
           reconnectJitter: jitter,
+          // nats.js's own liveness check: drop a connection whose server stops answering PINGs.
+          pingInterval: this.livenessTimeoutMs,
+          maxPingOut: 2,
           waitOnFirstConnect: false,
           timeout: 5000,
         });
@@ -186,6 +285,7 @@ export class LoadPublisher {
       for await (const s of nc.status()) {
         if (s.type === 'disconnect') {
           this.stats.disconnects++;
+          this.giveUpUnconfirmed();
           this.setState('disconnected', { server: s.server });
         } else if (s.type === 'reconnecting') {
           this.setState('reconnecting');
@@ -210,8 +310,9 @@ export class LoadPublisher {
     const previous = this.stateValue;
     this.stateValue = state;
     const log = this.options.logger;
-    if (state === 'connected') log.info(previous === 'connecting' ? 'NATS connected' : 'NATS reconnected', { subject: this.options.subject, ...fields });
+    if (state === 'connected') log.info(previous === 'connecting' ? 'NATS connected' : previous === 'stalled' ? 'NATS answering again' : 'NATS reconnected', { subject: this.options.subject, ...fields });
     else if (state === 'disconnected') log.warn('NATS disconnected; load events paused until reconnection', fields);
+    else if (state === 'stalled') log.warn('NATS not confirming publishes; load events paused until it answers', fields);
     else if (state === 'reconnecting' || state === 'connecting') log.debug(`NATS ${state}`, fields);
     else if (state === 'closed') log.info('NATS publisher closed', { published: this.stats.published });
   }

@@ -1,12 +1,26 @@
 /**
  * The system HTTP port (DYN_SYSTEM_PORT): /metrics for Prometheus, /live, /ready and /health for
  * orchestrators, /load for the latest load state as JSON. Plain node:http; nothing here touches
- * the request path.
+ * the request path, and nothing here may cost it much either:
+ *
+ * - /metrics is rendered at most once per `metricsCacheMs` (RenderCache); scrapes in between,
+ *   and concurrent ones, share that text. A scrape flood costs one render per interval.
+ * - A connection with no request in progress is closed after `idleTimeoutMs` (0 = never): the
+ *   keep-alive timeout after a response, and the socket inactivity timeout while a response is
+ *   stuck (a reader that stopped reading).
+ * - A request's headers must be complete within `handshakeTimeoutMs` from its first byte, or
+ *   from the connection's start for the first request (slowloris); node answers 408 and closes.
+ *   GET and HEAD carry no body, so the whole request gets the same bound.
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Registry } from 'prom-client';
+import { DEFAULT_HANDSHAKE_TIMEOUT_MS, DEFAULT_IDLE_TIMEOUT_MS } from '../config/sidecar-config.js';
 import type { Logger } from '../log.js';
+import { RenderCache } from '../metrics/render-cache.js';
+
+/** node:http's HTTP_SERVER_KEEP_ALIVE_TIMEOUT_BUFFER, added to keepAliveTimeout. */
+const NODE_KEEP_ALIVE_BUFFER_MS = 1000;
 
 export interface Readiness {
   /** `undefined` when ready, else the reason it is not (upstream unreachable, draining). */
@@ -19,20 +33,53 @@ export interface SystemServerOptions {
   /** Body of GET /load. */
   readonly load: () => unknown;
   readonly logger: Logger;
+  /**
+   * Minimum time between two /metrics renders. Default 0 (every scrape renders; concurrent ones
+   * share one render) so embedders and tests see current values; the CLI passes the config's
+   * DEFAULT_METRICS_CACHE_MS.
+   */
+  readonly metricsCacheMs?: number;
+  /** Close connections idle this long; 0 = never. Default DEFAULT_IDLE_TIMEOUT_MS. */
+  readonly idleTimeoutMs?: number;
+  /** A request's headers must be complete within this. Default DEFAULT_HANDSHAKE_TIMEOUT_MS. */
+  readonly handshakeTimeoutMs?: number;
+  /** Monotonic clock for the metrics cache; injected for tests. */
+  readonly now?: () => number;
 }
 
 export class SystemServer {
   private readonly server: Server;
+  private readonly metrics: RenderCache;
 
   constructor(private readonly options: SystemServerOptions) {
-    this.server = createServer((req, res) => {
+    const { registry } = options;
+    this.metrics = new RenderCache(() => registry.metrics(), { minIntervalMs: options.metricsCacheMs ?? 0, now: options.now });
+    const idleTimeoutMs = options.idleTimeoutMs ?? DEFAULT_IDLE_TIMEOUT_MS;
+    const handshakeTimeoutMs = options.handshakeTimeoutMs ?? DEFAULT_HANDSHAKE_TIMEOUT_MS;
+    const serverOptions = {
+      headersTimeout: handshakeTimeoutMs,
+      requestTimeout: handshakeTimeoutMs,
+      // Node checks the two timeouts above only this often (default 30 s): check often enough
+      // that a slow-drip connection is closed close to its deadline.
+      connectionsCheckingInterval: Math.max(25, Math.min(1000, Math.floor(handshakeTimeoutMs / 4))),
+      // Node waits keepAliveTimeout plus a fixed 1 s buffer after a response; subtract it so the
+      // connection closes at the configured idle time (idle timeouts under 1 s act as about 1 s).
+      keepAliveTimeout: idleTimeoutMs === 0 ? 0 : Math.max(1, idleTimeoutMs - NODE_KEEP_ALIVE_BUFFER_MS),
+    };
+    this.server = createServer(serverOptions, (req, res) => {
       this.route(req, res).catch((err: Error) => {
         options.logger.error('system endpoint failed', { path: req.url, error: err.message });
         if (!res.headersSent) json(res, 500, { error: err.message });
         else res.destroy();
       });
     });
-    this.server.keepAliveTimeout = 65_000;
+    // Inactivity on a socket whose request is in progress, e.g. a scrape whose reader stopped reading.
+    this.server.timeout = idleTimeoutMs;
+  }
+
+  /** /metrics renders so far (each one ran every collector once). */
+  get metricsRenders(): number {
+    return this.metrics.renders;
   }
 
   listen(host: string, port: number): Promise<number> {
@@ -57,7 +104,7 @@ export class SystemServer {
     const path = (req.url ?? '/').split('?')[0];
     switch (path) {
       case '/metrics': {
-        const body = await this.options.registry.metrics();
+        const body = await this.metrics.text();
         res.writeHead(200, { 'content-type': this.options.registry.contentType });
         res.end(body);
         return;

@@ -50,14 +50,18 @@ describe('KV cache with 100 blocks of 16 tokens', () => {
   });
 
   it('frees a cancelled call\'s blocks at once and admits the waiting one when enough are free', async () => {
-    const before = engine.stats().usedBlocks;
+    // Each running sequence holds 30 prompt blocks plus one per 16 tokens decoded so far, so the
+    // total keeps moving while we watch: judge by bounds that hold whatever was decoded.
+    // 3 running hold >= 90; 2 running hold 60..86 (at most 200 output tokens = 13 blocks each).
     calls[0]!.cancel();
-    // 30 or 31 blocks come back at once, mid-step; 60 are still not free, so kv3 keeps waiting.
-    await waitFor(() => engine.stats().usedBlocks <= before - 30, 'blocks freed', 5000);
-    expect(before - engine.stats().usedBlocks).toBeLessThanOrEqual(31);
-    expect(engine.stats()).toMatchObject({ running: 2, waiting: 1 });
+    await waitFor(() => engine.stats().running === 2 && engine.stats().usedBlocks <= 86, 'the cancelled call to leave with its blocks', 5000);
+    const afterCancel = engine.stats();
+    expect(afterCancel.usedBlocks).toBeGreaterThanOrEqual(60);
+    // At most 40 blocks are free and kv3 needs 60: it keeps waiting.
+    expect(afterCancel.waiting).toBe(1);
     calls[1]!.cancel();
-    // Now about 69 are free: the waiting request is admitted at the next step boundary.
+    // One sequence remains, holding 30 + (tokens decoded)/16 blocks: under 160 tokens (32 s of
+    // 200 ms steps, far longer than this test) 60 are free and kv3 is admitted at the next step.
     await waitFor(() => engine.stats().waiting === 0 && engine.stats().running === 2, 'waiting admitted', 5000);
     expect(engine.stats().usedBlocks).toBeGreaterThanOrEqual(90);
   });

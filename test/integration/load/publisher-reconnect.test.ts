@@ -3,6 +3,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { LoadTracker, type LoadEvent } from '../../../src/load/load-tracker.js';
 import { LoadPublisher, loadSubject } from '../../../src/load/publisher.js';
 import type { Logger } from '../../../src/log.js';
+import { waitFor } from '../../support/wait.js';
 import { startNatsServer, type NatsServerHandle } from '../../support/nats-server.js';
 
 const cleanups: (() => Promise<unknown>)[] = [];
@@ -102,13 +103,68 @@ describe('LoadPublisher across broker outages', () => {
     expect(got[0]).toMatchObject({ worker_id: 6, kv_total_blocks: 10 });
   });
 
-  it('close() stops a publisher whose broker never came up', async () => {
-    const nats = await startNatsServer({ start: false });
-    cleanups.push(() => nats.stop());
-    const p = new LoadPublisher({ servers: nats.url, subject: 'x', source: new LoadTracker({ workerId: 1 }), logger: messages().logger, reconnectTimeWaitMs: 100 });
+  it('close() stops the retry loop of a publisher whose broker never came up', async () => {
+    // Two publishers retry against a refusing connect; the control one keeps going, so its
+    // attempts measure time passing without a sleep.
+    const attempts = { closed: 0, control: 0 };
+    const make = (who: keyof typeof attempts): LoadPublisher =>
+      new LoadPublisher({
+        servers: 'nats://127.0.0.1:1',
+        subject: 'x',
+        source: new LoadTracker({ workerId: 1 }),
+        logger: messages().logger,
+        reconnectTimeWaitMs: 50,
+        reconnectJitterMs: 0,
+        connect: async () => {
+          attempts[who]++;
+          throw new Error('connection refused');
+        },
+      });
+    const p = make('closed');
+    const control = make('control');
+    cleanups.push(() => control.close());
     p.start();
-    await sleep(150);
+    control.start();
+    await waitFor(() => attempts.closed >= 3, 'a few connect attempts');
     await p.close();
+    const afterClose = attempts.closed;
+    const controlAtClose = attempts.control;
+    await waitFor(() => attempts.control >= controlAtClose + 5, 'five more attempts of the control publisher');
+    expect(attempts.closed).toBe(afterClose);
     expect(p.state).toBe('closed');
+  });
+
+  it('close() on a connected publisher closes its connection and publishes nothing afterwards', async () => {
+    const nats = await startNatsServer();
+    cleanups.push(() => nats.stop());
+    const subject = loadSubject('ns', 'closing', 'generate');
+    const got = await subscriber(nats, subject);
+    const calls: { payload: string; connected: boolean }[] = [];
+    const connections: NatsConnection[] = [];
+    const spy = spyingConnect(calls, () => true);
+    const tracker = new LoadTracker({ workerId: 8 });
+    const p = new LoadPublisher({ servers: nats.url, subject, source: tracker, logger: messages().logger, heartbeatMs: 50, connect: async (o) => {
+      const nc = await spy(o);
+      connections.push(nc);
+      return nc;
+    } });
+    cleanups.push(() => p.close());
+    p.start();
+    await waitFor(() => got.length >= 2, 'heartbeats reaching the subscriber');
+    await p.close();
+    expect(connections).toHaveLength(1);
+    expect(connections[0]!.isClosed()).toBe(true);
+    const callsAtClose = calls.length;
+    const receivedAtClose = got.length;
+    tracker.callStarted(0, 5); // a change that would be published if anything were still running
+    p.publishNow();
+    // A control publisher on the same subject: once its heartbeats arrive, any heartbeat or
+    // debounced publish of the closed one would have arrived too.
+    const control = new LoadPublisher({ servers: nats.url, subject, source: new LoadTracker({ workerId: 99 }), logger: messages().logger, heartbeatMs: 50 });
+    cleanups.push(() => control.close());
+    control.start();
+    await waitFor(() => got.filter((e) => e.worker_id === 99).length >= 3, 'three heartbeats of the control publisher');
+    expect(calls.length).toBe(callsAtClose);
+    expect(got.slice(receivedAtClose).filter((e) => e.worker_id === 8)).toEqual([]);
   });
 });

@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { createServer, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { EngineScraper } from '../../../src/load/engine-scraper.js';
+import { EngineScraper, defaultFetchText, type FetchText } from '../../../src/load/engine-scraper.js';
 import type { Logger } from '../../../src/log.js';
 
 const vllm = readFileSync(new URL('../../fixtures/engine-metrics/vllm.txt', import.meta.url), 'utf8');
@@ -10,8 +10,6 @@ const vllm = readFileSync(new URL('../../fixtures/engine-metrics/vllm.txt', impo
 type Mode = 'ok' | 'error' | 'hang' | 'html';
 let mode: Mode = 'ok';
 let requests = 0;
-let concurrent = 0;
-let maxConcurrent = 0;
 const hanging: ServerResponse[] = [];
 let server: Server;
 let url: string;
@@ -28,6 +26,28 @@ function recordingLogger(): { logger: Logger; lines: { level: string; msg: strin
   return { logger: make(), lines };
 }
 
+/**
+ * The real fetch, wrapped to count overlapping scrapes where they happen: in the scraper. (The
+ * server sees an aborted request's close only some time after the client gave up, so counting
+ * there reports overlaps that never happened when the machine is busy.)
+ */
+function countingFetch(): { fetchText: FetchText; starts: () => number; maxInFlight: () => number } {
+  let inFlight = 0;
+  let maxInFlight = 0;
+  let starts = 0;
+  const fetchText: FetchText = async (u, signal) => {
+    starts++;
+    inFlight++;
+    maxInFlight = Math.max(maxInFlight, inFlight);
+    try {
+      return await defaultFetchText(u, signal);
+    } finally {
+      inFlight--;
+    }
+  };
+  return { fetchText, starts: () => starts, maxInFlight: () => maxInFlight };
+}
+
 const until = async (cond: () => boolean, ms = 3000): Promise<void> => {
   const end = Date.now() + ms;
   while (!cond()) {
@@ -39,9 +59,6 @@ const until = async (cond: () => boolean, ms = 3000): Promise<void> => {
 beforeAll(async () => {
   server = createServer((_req, res) => {
     requests++;
-    concurrent++;
-    maxConcurrent = Math.max(maxConcurrent, concurrent);
-    res.on('close', () => concurrent--);
     if (mode === 'ok') res.end(vllm);
     else if (mode === 'html') res.end('<html>hello</html>');
     else if (mode === 'error') res.writeHead(500).end('boom');
@@ -63,7 +80,8 @@ describe('EngineScraper', () => {
     mode = 'ok';
     const { logger, lines } = recordingLogger();
     let updates = 0;
-    const s = new EngineScraper({ url, intervalMs: 80, timeoutMs: 50, logger, onUpdate: () => updates++ });
+    const counting = countingFetch();
+    const s = new EngineScraper({ url, intervalMs: 80, timeoutMs: 50, logger, onUpdate: () => updates++, fetchText: counting.fetchText });
     expect(s.stale).toBe(true);
     s.start();
     try {
@@ -92,7 +110,7 @@ describe('EngineScraper', () => {
       await until(() => !s.stale);
       expect(lines.map((l) => l.msg)).toEqual(['engine metrics fresh', 'engine metrics stale', 'engine metrics fresh']);
       expect(updates).toBe(3);
-      expect(maxConcurrent).toBe(1);
+      expect(counting.maxInFlight()).toBe(1);
     } finally {
       s.stop();
     }
@@ -121,13 +139,15 @@ describe('EngineScraper', () => {
 
   it('waits for a slow scrape longer than the interval without starting a second one', async () => {
     mode = 'hang';
-    maxConcurrent = 0;
-    const s = new EngineScraper({ url, intervalMs: 30, timeoutMs: 200, logger: recordingLogger().logger });
+    const counting = countingFetch();
+    const s = new EngineScraper({ url, intervalMs: 30, timeoutMs: 200, logger: recordingLogger().logger, fetchText: counting.fetchText });
     s.start();
     try {
-      await until(() => s.errors >= 2);
+      await until(() => s.errors >= 3, 5000);
       expect(s.lastError).toMatch(/timed out after 200 ms/);
-      expect(maxConcurrent).toBe(1);
+      // Each scrape ran to its 200 ms timeout before the next began, although the interval is 30 ms.
+      expect(counting.maxInFlight()).toBe(1);
+      expect(counting.starts()).toBeLessThanOrEqual(s.errors + 1);
     } finally {
       s.stop();
       mode = 'ok';
