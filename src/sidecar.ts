@@ -62,7 +62,11 @@ export async function startSidecar(config: SidecarConfig, deps: SidecarDeps): Pr
   const gateListener = { onChange: () => onGateChange() };
   const gate = limits ? new AdmissionGate(limits.limit, limits.queueLimit, gateListener) : new AdmissionGate(Infinity, 0, gateListener);
 
-  const upstream = new UpstreamPool({ target }, logger);
+  const { connections } = config;
+  const upstream = new UpstreamPool(
+    { target, pingIntervalMs: connections.upstreamPingIntervalMs, pingTimeoutMs: connections.upstreamPingTimeoutMs },
+    logger,
+  );
   let draining = false;
 
   const registry = new Registry();
@@ -116,9 +120,9 @@ export async function startSidecar(config: SidecarConfig, deps: SidecarDeps): Pr
     context,
     health,
     isDraining: () => draining,
-    maxConcurrentStreams: 1000,
-    idleTimeoutMs: 300_000,
-    handshakeTimeoutMs: 10_000,
+    maxConcurrentStreams: connections.maxConcurrentStreams,
+    idleTimeoutMs: connections.idleTimeoutMs,
+    handshakeTimeoutMs: connections.handshakeTimeoutMs,
     logger,
   });
   const system = new SystemServer({
@@ -126,6 +130,9 @@ export async function startSidecar(config: SidecarConfig, deps: SidecarDeps): Pr
     readiness: { notReadyReason },
     load: () => ({ subject: reporting.subject, upstream_reachable: upstream.reachable, ranks: reporting.current() }),
     logger,
+    metricsCacheMs: config.metricsCacheMs,
+    idleTimeoutMs: connections.idleTimeoutMs,
+    handshakeTimeoutMs: connections.handshakeTimeoutMs,
   });
 
   upstream.start();

@@ -5,6 +5,7 @@
  */
 import { ENGINE_METRICS_FORMATS, type EngineMetricsFormatOption } from '../load/engine-metrics.js';
 import type { LogLevel } from '../log.js';
+import { MAX_TIMER_MS } from '../grpc/deadline.js';
 import { ConfigError } from './config-error.js';
 import { parseHostPort, type HostPort } from './host-port.js';
 import { SIDECAR_OPTIONS, type RawFlags, type SidecarOptionKey } from './options.js';
@@ -89,8 +90,6 @@ export const DEFAULT_UPSTREAM_PING_TIMEOUT_MS = 3000;
  */
 export const DEFAULT_METRICS_CACHE_MS = 1000;
 export const DEFAULT_NATS_LIVENESS_TIMEOUT_MS = 2000;
-/** Node timers cannot wait longer than 2^31-1 ms; longer values would fire at once. */
-export const MAX_TIMER_MS = 2 ** 31 - 1;
 const LOG_LEVELS: readonly LogLevel[] = ['debug', 'info', 'warn', 'error'];
 
 /** Reads option values with flag-over-env precedence and names the source in every problem. */

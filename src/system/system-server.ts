@@ -13,7 +13,7 @@
  *   GET and HEAD carry no body, so the whole request gets the same bound.
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type { AddressInfo, Socket } from 'node:net';
 import type { Registry } from 'prom-client';
 import { DEFAULT_HANDSHAKE_TIMEOUT_MS, DEFAULT_IDLE_TIMEOUT_MS } from '../config/sidecar-config.js';
 import type { Logger } from '../log.js';
@@ -47,6 +47,9 @@ export interface SystemServerOptions {
   readonly now?: () => number;
 }
 
+const FIRST_REQUEST_TIMER = Symbol('dynamo-sidecar.first-request-timer');
+type SocketWithTimer = Socket & { [FIRST_REQUEST_TIMER]?: NodeJS.Timeout };
+
 export class SystemServer {
   private readonly server: Server;
   private readonly metrics: RenderCache;
@@ -75,6 +78,15 @@ export class SystemServer {
     });
     // Inactivity on a socket whose request is in progress, e.g. a scrape whose reader stopped reading.
     this.server.timeout = idleTimeoutMs;
+    // A socket that never starts a request is covered by none of node's timeouts (headersTimeout
+    // starts with the first byte; server.timeout is kept from firing by the frequent connection
+    // checks above): it must start one within the handshake timeout.
+    this.server.on('connection', (socket: Socket) => {
+      const timer = setTimeout(() => socket.destroy(), handshakeTimeoutMs).unref();
+      (socket as SocketWithTimer)[FIRST_REQUEST_TIMER] = timer;
+      socket.once('close', () => clearTimeout(timer));
+    });
+    this.server.on('request', (req: IncomingMessage) => clearTimeout((req.socket as SocketWithTimer)[FIRST_REQUEST_TIMER]));
   }
 
   /** /metrics renders so far (each one ran every collector once). */
