@@ -21,8 +21,6 @@ const STATUS_OF_KIND = {
   shutting_down: GrpcStatus.UNAVAILABLE,
   /** The client sent something the sidecar cannot forward (bad grpc-timeout, not gRPC, bad header). */
   invalid_request: GrpcStatus.INVALID_ARGUMENT,
-  /** A stream operation failed in a way the call's state did not foresee; the call ends, the process goes on. */
-  internal: GrpcStatus.INTERNAL,
 } as const satisfies Record<string, GrpcStatus>;
 
 export type CallErrorKind = keyof typeof STATUS_OF_KIND;

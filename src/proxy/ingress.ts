@@ -51,10 +51,6 @@ export class Ingress {
     });
   }
 
-  /** Calls admitted or queued and not yet ended. */
-  get openCallCount(): number {
-    return this.openCalls.size;
-  }
 
   /** Binds and resolves with the port actually bound (useful when asked for port 0). */
   listen(address: HostPort): Promise<number> {

@@ -24,9 +24,8 @@
  *     and an operation that still throws ends the call with INTERNAL instead of the process.
  *
  * Bytes are forwarded untouched in both directions; a write that the other side's HTTP/2 flow
- * control cannot take yet pauses the source until 'drain'. This is the per-call hot path, so
- * stream listeners are module-level functions that find their call through a symbol on the
- * stream instead of closures allocated per call.
+ * control cannot take yet pauses the source until 'drain'. The stream listeners live in
+ * call-listeners.ts, the write guard in stream-guard.ts.
  */
 import { constants, type IncomingHttpHeaders, type OutgoingHttpHeaders } from 'node:http2';
 import type { Permit, QueueTicket } from '../admission/gate.js';
@@ -35,8 +34,11 @@ import { statusTrailers, trailersOnlyHeaders } from '../grpc/respond.js';
 import { GrpcStatus, parseStatus } from '../grpc/status.js';
 import { CallError } from './call-error.js';
 import type { CallContext, DispatchTurn, DownstreamStream, TrafficTap, UpstreamStream } from './call-context.js';
+import * as listeners from './call-listeners.js';
+import { CALL, type WithCall } from './call-listeners.js';
 import { noteEarlyReset } from './connection-limits.js';
 import { isHeaderError, stripConnectionHeaders } from './request-headers.js';
+import { guardedEnd, guardedReset, guardedRespond, guardedTrailers, guardedWrite, isWritable, type RespondOptions, type StreamFaultSink } from './stream-guard.js';
 
 const { NGHTTP2_CANCEL, NGHTTP2_NO_ERROR, NGHTTP2_REFUSED_STREAM, NGHTTP2_FLAG_END_STREAM } = constants;
 
@@ -47,8 +49,6 @@ export const ENGINE_UNAVAILABLE_MESSAGE = 'engine unavailable';
 export const ENGINE_LOST_MESSAGE = 'engine connection lost during the call';
 export const SHUTDOWN_MESSAGE = 'worker shutting down: call cut at the end of the drain grace period';
 
-const CALL = Symbol('dynamo-sidecar.call');
-type WithCall<S> = S & { [CALL]: ProxiedCall };
 
 const RESPOND_AWAITING_TRAILERS = Object.freeze({ waitForTrailers: true });
 const RESPOND_END_STREAM = Object.freeze({ endStream: true });
@@ -58,7 +58,7 @@ export interface OpenCall {
   shutdown(): void;
 }
 
-export class ProxiedCall implements OpenCall, DispatchTurn {
+export class ProxiedCall implements OpenCall, DispatchTurn, StreamFaultSink {
   private state: CallPhase = 'queued';
   private permit: Permit | undefined;
   private ticket: QueueTicket | undefined;
@@ -87,7 +87,7 @@ export class ProxiedCall implements OpenCall, DispatchTurn {
     this.downstream = downstream as WithCall<DownstreamStream>;
     this.downstream[CALL] = this;
     // Stream errors are always followed by 'close' (or come after 'aborted'); both are handled.
-    downstream.on('error', ignore);
+    downstream.on('error', listeners.ignore);
   }
 
   get phase(): CallPhase {
@@ -99,7 +99,7 @@ export class ProxiedCall implements OpenCall, DispatchTurn {
     if (this.deadlineAt !== undefined && this.deadlineAt <= this.arrivedAt) {
       return this.answer(new CallError('deadline_exceeded', 'Deadline exceeded before the call reached the engine'));
     }
-    const admission = this.ctx.gate.acquire(onAdmitFromQueue.bind(this));
+    const admission = this.ctx.gate.acquire(listeners.onAdmitFromQueue.bind(this));
     if (admission.kind === 'rejected') {
       this.ctx.metrics.rejected();
       this.ctx.observer?.rejected();
@@ -109,8 +109,8 @@ export class ProxiedCall implements OpenCall, DispatchTurn {
     }
     this.openCalls?.add(this);
     const downstream = this.downstream;
-    downstream.on('close', onClientClose);
-    downstream.on('aborted', onClientAborted);
+    downstream.on('close', listeners.onClientClose);
+    downstream.on('aborted', listeners.onClientAborted);
     this.armDeadline();
     if (admission.kind === 'admitted') this.awaitDispatchTurn(admission.permit);
     else this.ticket = admission.ticket;
@@ -292,16 +292,16 @@ export class ProxiedCall implements OpenCall, DispatchTurn {
         if (flags & NGHTTP2_FLAG_END_STREAM) {
           // Trailers-Only from the engine: pass it on as Trailers-Only (terminate also closes our
           // request side to the engine, which may still be open).
-          if (this.downstream.headersSent || !ProxiedCall.writable(this.downstream)) return this.onClientGone();
+          if (this.downstream.headersSent || !isWritable(this.downstream)) return this.onClientGone();
           this.terminate(parseStatus(responseHeaders['grpc-status']));
           this.respondDown(responseHeaders, RESPOND_END_STREAM);
           return this.discardRequest();
         }
         if (!this.respondDown(responseHeaders, RESPOND_AWAITING_TRAILERS)) return this.onClientGone();
         this.state = 'streaming';
-        this.downstream.on('wantTrailers', onClientWantTrailers);
-        this.downstream.on('drain', onClientDrain);
-        this.upstream!.on('data', onEngineData);
+        this.downstream.on('wantTrailers', listeners.onClientWantTrailers);
+        this.downstream.on('drain', listeners.onClientDrain);
+        this.upstream!.on('data', listeners.onEngineData);
         return;
       case 'queued':
       case 'dispatching':
@@ -413,16 +413,16 @@ export class ProxiedCall implements OpenCall, DispatchTurn {
     upstream[CALL] = this;
     this.upstream = upstream;
     this.upstreamSession = upstream.session;
-    upstream.on('response', onEngineResponse);
-    upstream.on('trailers', onEngineTrailers);
-    upstream.on('error', onEngineError);
-    upstream.on('aborted', onEngineAborted);
-    upstream.on('close', onEngineClose);
-    upstream.on('drain', onEngineDrain);
+    upstream.on('response', listeners.onEngineResponse);
+    upstream.on('trailers', listeners.onEngineTrailers);
+    upstream.on('error', listeners.onEngineError);
+    upstream.on('aborted', listeners.onEngineAborted);
+    upstream.on('close', listeners.onEngineClose);
+    upstream.on('drain', listeners.onEngineDrain);
     this.tap = this.ctx.observer?.dispatched(headers);
     const downstream = this.downstream;
-    downstream.on('data', onClientData);
-    downstream.on('end', onClientEnd);
+    downstream.on('data', listeners.onClientData);
+    downstream.on('end', listeners.onClientEnd);
   }
 
   /** The engine's stream is over: its trailers, a reset, or the connection failing. */
@@ -482,7 +482,7 @@ export class ProxiedCall implements OpenCall, DispatchTurn {
     // Node's timers overflow past 2^31-1 ms (about 24.8 days) and would fire at once; a longer
     // deadline is timed in steps of the maximum instead.
     const delay = Math.min(MAX_TIMER_MS, Math.max(0, this.deadlineAt - this.ctx.clock.now()));
-    this.timer = this.ctx.clock.setTimer(onDeadline.bind(this), delay);
+    this.timer = this.ctx.clock.setTimer(listeners.onDeadline.bind(this), delay);
   }
 
   private releaseSlot(): void {
@@ -512,73 +512,34 @@ export class ProxiedCall implements OpenCall, DispatchTurn {
     this.ctx.metrics.callEnded(status);
   }
 
-  // ---- guarded stream operations: the only places that touch the streams ---------------------
-
-  private static writable(stream: DownstreamStream | UpstreamStream): boolean {
-    return !stream.destroyed && !stream.closed && !stream.writableEnded;
-  }
+  // ---- stream operations, all through the guard (stream-guard.ts) -------------------------------
 
   /** A stream operation threw although its guard allowed it: end the call with INTERNAL, not the process. */
-  private onStreamFault(what: string, err: unknown): void {
-    this.ctx.logger.warn('stream operation failed; call ended', { operation: what, error: (err as Error)?.message });
+  onStreamFault(operation: string, err: unknown): void {
+    this.ctx.logger.warn('stream operation failed; call ended', { operation, error: (err as Error)?.message });
     this.terminate(GrpcStatus.INTERNAL);
     this.destroyDown();
   }
 
-  private respondDown(headers: OutgoingHttpHeaders, options: typeof RESPOND_END_STREAM | typeof RESPOND_AWAITING_TRAILERS): boolean {
-    const down = this.downstream;
-    if (down.headersSent || !ProxiedCall.writable(down)) return false;
-    try {
-      down.respond(headers, options);
-      return true;
-    } catch (err) {
-      this.onStreamFault('respond', err);
-      return false;
-    }
+  private respondDown(headers: OutgoingHttpHeaders, options: RespondOptions): boolean {
+    return guardedRespond(this.downstream, headers, options, this);
   }
 
   /** False when the client's flow-control window is full (pause the engine until 'drain'). */
   private writeDown(chunk: Buffer): boolean {
-    const down = this.downstream;
-    if (!ProxiedCall.writable(down)) return true;
-    try {
-      return down.write(chunk);
-    } catch (err) {
-      this.onStreamFault('write to client', err);
-      return true;
-    }
+    return guardedWrite(this.downstream, chunk, this);
   }
 
   private endDown(): boolean {
-    const down = this.downstream;
-    if (!ProxiedCall.writable(down)) return false;
-    try {
-      down.end();
-      return true;
-    } catch (err) {
-      this.onStreamFault('end client stream', err);
-      return false;
-    }
+    return guardedEnd(this.downstream, this);
   }
 
   private trailersDown(trailers: OutgoingHttpHeaders): void {
-    const down = this.downstream;
-    if (down.destroyed || down.closed) return;
-    try {
-      down.sendTrailers(trailers);
-    } catch (err) {
-      this.onStreamFault('send trailers', err);
-    }
+    guardedTrailers(this.downstream, trailers, this);
   }
 
   private resetDown(code: number): void {
-    const down = this.downstream;
-    if (down.destroyed || down.closed) return;
-    try {
-      down.close(code);
-    } catch (err) {
-      this.onStreamFault('reset client stream', err);
-    }
+    guardedReset(this.downstream, code, this);
   }
 
   private destroyDown(): void {
@@ -592,81 +553,17 @@ export class ProxiedCall implements OpenCall, DispatchTurn {
 
   /** False when the engine's flow-control window is full (pause the client until 'drain'). */
   private writeUp(chunk: Buffer): boolean {
-    const up = this.upstream;
-    if (!up || !ProxiedCall.writable(up)) return true;
-    try {
-      return up.write(chunk);
-    } catch (err) {
-      this.onStreamFault('write to engine', err);
-      return true;
-    }
+    return this.upstream ? guardedWrite(this.upstream, chunk, this) : true;
   }
 
   private endUp(): void {
-    const up = this.upstream;
-    if (!up || !ProxiedCall.writable(up)) return;
-    try {
-      up.end();
-    } catch (err) {
-      this.onStreamFault('end engine stream', err);
-    }
+    if (this.upstream) guardedEnd(this.upstream, this);
   }
 
+  /** Cancels the engine's stream; a failure to do so has nothing left to end (no fault). */
   private resetUp(code: number): void {
-    const up = this.upstream;
-    if (!up || up.destroyed || up.closed) return;
-    try {
-      up.close(code);
-    } catch {
-      // close() on a stream that is going away anyway; nothing more to do for it
-    }
+    if (this.upstream) guardedReset(this.upstream, code, IGNORE_FAULT);
   }
 }
 
-// Stream listeners, shared by every call; `this` is the stream (or call) that emitted the event.
-function ignore(): void {}
-function onAdmitFromQueue(this: ProxiedCall, permit: Permit): void {
-  this.onAdmitted(permit);
-}
-function onDeadline(this: ProxiedCall): void {
-  this.onDeadline();
-}
-function onClientClose(this: WithCall<DownstreamStream>): void {
-  this[CALL].onClientGone();
-}
-function onClientAborted(this: WithCall<DownstreamStream>): void {
-  this[CALL].onClientGone();
-}
-function onClientData(this: WithCall<DownstreamStream>, chunk: Buffer): void {
-  this[CALL].onClientData(chunk);
-}
-function onClientEnd(this: WithCall<DownstreamStream>): void {
-  this[CALL].onClientEnd();
-}
-function onClientDrain(this: WithCall<DownstreamStream>): void {
-  this[CALL].onClientDrain();
-}
-function onClientWantTrailers(this: WithCall<DownstreamStream>): void {
-  this[CALL].onClientWantTrailers();
-}
-function onEngineResponse(this: WithCall<UpstreamStream>, headers: IncomingHttpHeaders, flags: number): void {
-  this[CALL].onEngineResponse(headers, flags);
-}
-function onEngineTrailers(this: WithCall<UpstreamStream>, trailers: IncomingHttpHeaders): void {
-  this[CALL].onEngineTrailers(trailers);
-}
-function onEngineError(this: WithCall<UpstreamStream>, err: Error): void {
-  this[CALL].onEngineError(err);
-}
-function onEngineAborted(this: WithCall<UpstreamStream>): void {
-  this[CALL].onEngineAborted();
-}
-function onEngineClose(this: WithCall<UpstreamStream>): void {
-  this[CALL].onEngineClosed();
-}
-function onEngineDrain(this: WithCall<UpstreamStream>): void {
-  this[CALL].onEngineDrain();
-}
-function onEngineData(this: WithCall<UpstreamStream>, chunk: Buffer): void {
-  this[CALL].onEngineData(chunk);
-}
+const IGNORE_FAULT: StreamFaultSink = { onStreamFault() {} };

@@ -8,7 +8,7 @@
 import type { IncomingHttpHeaders } from 'node:http2';
 
 /** Hop-by-hop fields that HTTP/2 does not carry; dropped before forwarding. */
-export const CONNECTION_SPECIFIC_HEADERS = Object.freeze(['connection', 'http2-settings', 'keep-alive', 'proxy-connection', 'transfer-encoding', 'upgrade']);
+const CONNECTION_SPECIFIC_HEADERS = Object.freeze(['connection', 'http2-settings', 'keep-alive', 'proxy-connection', 'transfer-encoding', 'upgrade']);
 
 /**
  * Makes `headers` forwardable in place and returns it. The common request (no such field, `te`

@@ -4,11 +4,12 @@
  * is closed after the handshake timeout, and a normal keep-alive client keeps working.
  */
 import { connect, type Socket } from 'node:net';
-import { Gauge, Registry } from 'prom-client';
+import { Registry } from 'prom-client';
 import { afterEach, describe, expect, it } from 'vitest';
 import { silentLogger } from '../../../src/log.js';
 import { SystemServer, type SystemServerOptions } from '../../../src/system/system-server.js';
 import { waitFor } from '../../support/wait.js';
+import { countingRegistry } from '../../support/counting-registry.js';
 
 const servers: SystemServer[] = [];
 const sockets: Socket[] = [];
@@ -16,23 +17,6 @@ afterEach(async () => {
   for (const s of sockets.splice(0)) s.destroy();
   await Promise.all(servers.splice(0).map((s) => s.close()));
 });
-
-/** A registry whose gauge counts its collections (= renders) and shows a settable value. */
-function countingRegistry(): { registry: Registry; collects: () => number; set: (v: number) => void } {
-  const registry = new Registry();
-  let collects = 0;
-  let value = 0;
-  new Gauge({
-    name: 'test_value',
-    help: 'test',
-    registers: [registry],
-    collect() {
-      collects++;
-      this.set(value);
-    },
-  });
-  return { registry, collects: () => collects, set: (v) => (value = v) };
-}
 
 async function start(options: Partial<SystemServerOptions> = {}): Promise<number> {
   const server = new SystemServer({ registry: new Registry(), readiness: { notReadyReason: () => undefined }, load: () => ({}), logger: silentLogger, ...options });

@@ -1,18 +1,8 @@
 /** The connection limits, /metrics cache and NATS liveness options: defaults, env twins, ranges. */
 import { describe, expect, it } from 'vitest';
-import { ConfigError } from '../../../src/config/config-error.js';
 import { SIDECAR_OPTIONS } from '../../../src/config/options.js';
 import { parseSidecarConfig } from '../../../src/config/sidecar-config.js';
-
-function problems(flags: Record<string, string>, env: Record<string, string> = {}): readonly string[] {
-  try {
-    parseSidecarConfig(flags, env);
-  } catch (err) {
-    if (err instanceof ConfigError) return err.problems;
-    throw err;
-  }
-  return [];
-}
+import { problems } from '../../support/config-problems.js';
 
 describe('connection, metrics and NATS liveness options', () => {
   it('have documented defaults, in a frozen object', () => {

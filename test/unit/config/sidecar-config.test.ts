@@ -1,17 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { ConfigError } from '../../../src/config/config-error.js';
 import { parseHostPort } from '../../../src/config/host-port.js';
 import { parseSidecarConfig } from '../../../src/config/sidecar-config.js';
-
-function problems(flags: Record<string, string>, env: Record<string, string> = {}): readonly string[] {
-  try {
-    parseSidecarConfig(flags, env);
-  } catch (err) {
-    if (err instanceof ConfigError) return err.problems;
-    throw err;
-  }
-  return [];
-}
+import { problems } from '../../support/config-problems.js';
 
 describe('parseSidecarConfig', () => {
   it('defaults to admission off, queue 16, ingress 0.0.0.0:50050, system port 9090', () => {

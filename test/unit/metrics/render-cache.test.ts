@@ -1,24 +1,7 @@
 /** RenderCache: one render per interval, shared by concurrent scrapes, refreshed after it. */
-import { Gauge, Registry } from 'prom-client';
 import { describe, expect, it } from 'vitest';
 import { RenderCache } from '../../../src/metrics/render-cache.js';
-
-/** A registry whose one gauge counts how often it was collected, i.e. how often it was rendered. */
-function countingRegistry(): { registry: Registry; collects: () => number; set: (v: number) => void } {
-  const registry = new Registry();
-  let collects = 0;
-  let value = 0;
-  new Gauge({
-    name: 'test_value',
-    help: 'test',
-    registers: [registry],
-    collect() {
-      collects++;
-      this.set(value);
-    },
-  });
-  return { registry, collects: () => collects, set: (v) => (value = v) };
-}
+import { countingRegistry } from '../../support/counting-registry.js';
 
 describe('RenderCache', () => {
   it('renders once for a flood of concurrent scrapes and serves that text to all of them', async () => {

@@ -1,0 +1,59 @@
+/**
+ * The stream listeners of every proxied call. This is the per-call hot path, so they are
+ * module-level functions that find their call through a symbol on the stream (`this` is the
+ * stream that emitted the event), instead of closures allocated for every call.
+ */
+import type { IncomingHttpHeaders } from 'node:http2';
+import type { Permit } from '../admission/gate.js';
+import type { DownstreamStream, UpstreamStream } from './call-context.js';
+import type { ProxiedCall } from './proxied-call.js';
+
+export const CALL = Symbol('dynamo-sidecar.call');
+export type WithCall<S> = S & { [CALL]: ProxiedCall };
+
+export function ignore(): void {}
+export function onAdmitFromQueue(this: ProxiedCall, permit: Permit): void {
+  this.onAdmitted(permit);
+}
+export function onDeadline(this: ProxiedCall): void {
+  this.onDeadline();
+}
+export function onClientClose(this: WithCall<DownstreamStream>): void {
+  this[CALL].onClientGone();
+}
+export function onClientAborted(this: WithCall<DownstreamStream>): void {
+  this[CALL].onClientGone();
+}
+export function onClientData(this: WithCall<DownstreamStream>, chunk: Buffer): void {
+  this[CALL].onClientData(chunk);
+}
+export function onClientEnd(this: WithCall<DownstreamStream>): void {
+  this[CALL].onClientEnd();
+}
+export function onClientDrain(this: WithCall<DownstreamStream>): void {
+  this[CALL].onClientDrain();
+}
+export function onClientWantTrailers(this: WithCall<DownstreamStream>): void {
+  this[CALL].onClientWantTrailers();
+}
+export function onEngineResponse(this: WithCall<UpstreamStream>, headers: IncomingHttpHeaders, flags: number): void {
+  this[CALL].onEngineResponse(headers, flags);
+}
+export function onEngineTrailers(this: WithCall<UpstreamStream>, trailers: IncomingHttpHeaders): void {
+  this[CALL].onEngineTrailers(trailers);
+}
+export function onEngineError(this: WithCall<UpstreamStream>, err: Error): void {
+  this[CALL].onEngineError(err);
+}
+export function onEngineAborted(this: WithCall<UpstreamStream>): void {
+  this[CALL].onEngineAborted();
+}
+export function onEngineClose(this: WithCall<UpstreamStream>): void {
+  this[CALL].onEngineClosed();
+}
+export function onEngineDrain(this: WithCall<UpstreamStream>): void {
+  this[CALL].onEngineDrain();
+}
+export function onEngineData(this: WithCall<UpstreamStream>, chunk: Buffer): void {
+  this[CALL].onEngineData(chunk);
+}
