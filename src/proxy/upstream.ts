@@ -16,6 +16,7 @@
 import { connect, type ClientHttp2Session, type ClientHttp2Stream, type OutgoingHttpHeaders, type SecureClientSessionOptions } from 'node:http2';
 import type { HostPort } from '../config/host-port.js';
 import { formatHostPort } from '../config/host-port.js';
+import { DEFAULT_UPSTREAM_PING_INTERVAL_MS, DEFAULT_UPSTREAM_PING_TIMEOUT_MS } from '../config/sidecar-config.js';
 import type { Logger } from '../log.js';
 
 export interface UpstreamOptions {
@@ -43,8 +44,6 @@ const SESSION_OPTIONS: SecureClientSessionOptions = {
 
 const REQUEST_OPTIONS = Object.freeze({ endStream: false });
 
-export const DEFAULT_PING_INTERVAL_MS = 1_000;
-export const DEFAULT_PING_TIMEOUT_MS = 3_000;
 /**
  * Long enough for an engine stalled by a long GC or a short SIGSTOP to keep its calls; short
  * enough that a dead peer whose socket never errors (no RST, no FIN) is replaced within ~20 s,
@@ -78,8 +77,8 @@ export class UpstreamPool {
     private readonly logger: Logger,
   ) {
     this.authority = `http://${formatHostPort(options.target)}`;
-    this.pingIntervalMs = options.pingIntervalMs ?? DEFAULT_PING_INTERVAL_MS;
-    this.pingTimeoutMs = options.pingTimeoutMs ?? DEFAULT_PING_TIMEOUT_MS;
+    this.pingIntervalMs = options.pingIntervalMs ?? DEFAULT_UPSTREAM_PING_INTERVAL_MS;
+    this.pingTimeoutMs = options.pingTimeoutMs ?? DEFAULT_UPSTREAM_PING_TIMEOUT_MS;
     // Destroying before the engine is even declared unreachable would cut calls on a mere slow PING.
     this.silentSessionMs = Math.max(options.silentSessionMs ?? DEFAULT_SILENT_SESSION_MS, this.pingTimeoutMs);
     this.reconnectMinMs = options.reconnectMinMs ?? 100;
