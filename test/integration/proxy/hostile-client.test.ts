@@ -368,7 +368,9 @@ describe('hostile clients (N=4, Q=2)', () => {
     const answered = ids.filter((id) => wire.stream(id).headerBlocks.length > 0 && wire.stream(id).rstCode === undefined);
     const refused = ids.filter((id) => [ErrorCode.REFUSED_STREAM, ErrorCode.PROTOCOL_ERROR].includes(wire.stream(id).rstCode as 7 | 1));
     expect(answered.length, 'streams served on one connection').toBeLessThanOrEqual(50);
-    expect(refused.length + (wire.goaway ? ids.length - answered.length : 0), 'streams refused').toBeGreaterThanOrEqual(30);
+    // Node may end the whole connection (GOAWAY, or just the socket on a loaded machine, before the
+    // GOAWAY frame is read) instead of refusing streams one by one: unanswered streams count as refused.
+    expect(refused.length + (wire.goaway || wire.closed ? ids.length - answered.length : 0), 'streams refused').toBeGreaterThanOrEqual(30);
     await expectHealthy(limited, engine);
   });
 
