@@ -33,6 +33,7 @@ class ConnectionTracker {
   openStreams = 0;
   private streams = 0;
   private earlyResets = 0;
+  private shed = false;
   private idleSince: number;
   private idleTimer: NodeJS.Timeout | undefined;
   private handshakeTimer: NodeJS.Timeout | undefined;
@@ -56,14 +57,16 @@ class ConnectionTracker {
   /** The client reset a call before any answer; too many of those and the connection goes. */
   earlyReset(): void {
     this.earlyResets++;
-    if (this.streams >= EARLY_RESET_MIN_STREAMS && this.earlyResets * 2 > this.streams && !this.session.destroyed) {
+    if (this.streams >= EARLY_RESET_MIN_STREAMS && this.earlyResets * 2 > this.streams && !this.shed && !this.session.destroyed) {
+      this.shed = true;
       this.options.logger.warn('client connection closed: most of its calls were reset before any answer (Rapid Reset)', {
         remote: this.session.socket?.remoteAddress,
         streams: this.streams,
         early_resets: this.earlyResets,
       });
-      this.session.goaway(constants.NGHTTP2_ENHANCE_YOUR_CALM);
-      this.session.destroy();
+      const session = this.session;
+      session.goaway(constants.NGHTTP2_ENHANCE_YOUR_CALM);
+      setImmediate(() => session.destroy()); // after the GOAWAY frame has gone out
     }
   }
 

@@ -506,6 +506,23 @@ describe('hostile clients (N=4, Q=2)', () => {
     await expectHealthy(sidecar, engine);
   });
 
+  it('sends GOAWAY(ENHANCE_YOUR_CALM) to a client that resets most calls before any answer, spread over separate reads', async () => {
+    const wire = await open();
+    await wire.until(() => wire.peerSettingsReceived, 5000, "the sidecar's SETTINGS");
+    let sent = 0;
+    // Each HEADERS is read (and dispatched) before its RST_STREAM: the slow variant of Rapid Reset.
+    for (; sent < 300 && !wire.closed && !wire.goaway; sent++) {
+      const id = wire.sendHeaders(grpcRequestHeaders(path('Unary'), [['x-tag', 'slow-rapid']]));
+      await wire.roundTrip();
+      wire.write(rstStreamFrame(id, ErrorCode.CANCEL));
+    }
+    await wire.until(() => wire.goaway !== undefined || wire.closed, 5000, 'the sidecar to end the connection');
+    expect(wire.goaway?.code, `GOAWAY ${JSON.stringify(wire.goaway)} after ${sent}`).toBe(ErrorCode.ENHANCE_YOUR_CALM);
+    expect(sent, 'streams opened before the connection was ended').toBeLessThan(300);
+    expect(sent).toBeGreaterThanOrEqual(100);
+    await expectHealthy(sidecar, engine);
+  });
+
   it('survives a CONTINUATION flood (10,000 frames, never END_HEADERS)', async () => {
     const wire = await open();
     const id = wire.allocStream();
