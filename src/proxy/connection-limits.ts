@@ -5,8 +5,9 @@
  *   idle       a connection with no open stream for `idleTimeoutMs` gets GOAWAY and is closed.
  *              Idle means no complete request, not no bytes: a client dripping one CONTINUATION
  *              frame at a time (slowloris) has no open stream and is closed like a silent one.
- *   resets     a connection whose client resets most of its calls before any answer (at least
- *              EARLY_RESET_MIN_STREAMS streams, more than half of them reset early) is a Rapid
+ *   resets     a connection whose client resets most of its calls before any answer and within
+ *              EARLY_RESET_WINDOW_MS of sending them (at least EARLY_RESET_MIN_STREAMS streams,
+ *              more than half of them reset early) is a Rapid
  *              Reset attacker that spreads HEADERS and RST_STREAM over several reads: it gets
  *              GOAWAY(ENHANCE_YOUR_CALM) and is closed, as Envoy and nginx do since CVE-2023-44487.
  * The number of streams per connection is bounded by SETTINGS_MAX_CONCURRENT_STREAMS, which the
@@ -26,6 +27,11 @@ export interface ConnectionLimitOptions {
 const CLOSE_GRACE_MS = 1000;
 /** Streams a connection must have opened before its early-reset ratio is judged. */
 export const EARLY_RESET_MIN_STREAMS = 100;
+/**
+ * Only a reset this soon after the call arrived counts (Envoy's premature-reset rule): calls a
+ * frontend gives up on after waiting in an overloaded queue are not an attack.
+ */
+export const EARLY_RESET_WINDOW_MS = 1000;
 
 const TRACKER = Symbol('dynamo-sidecar.connection');
 

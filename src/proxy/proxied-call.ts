@@ -36,7 +36,7 @@ import { CallError } from './call-error.js';
 import type { CallContext, DispatchTurn, DownstreamStream, TrafficTap, UpstreamStream } from './call-context.js';
 import * as listeners from './call-listeners.js';
 import { CALL, type WithCall } from './call-listeners.js';
-import { noteEarlyReset } from './connection-limits.js';
+import { EARLY_RESET_WINDOW_MS, noteEarlyReset } from './connection-limits.js';
 import { isHeaderError, stripConnectionHeaders } from './request-headers.js';
 import { guardedEnd, guardedReset, guardedRespond, guardedTrailers, guardedWrite, isWritable, type RespondOptions, type StreamFaultSink } from './stream-guard.js';
 
@@ -240,12 +240,12 @@ export class ProxiedCall implements OpenCall, DispatchTurn, StreamFaultSink {
       case 'queued':
         if (this.ticket?.cancel()) this.ctx.metrics.cancelledWhileQueued();
         this.ticket = undefined;
-        noteEarlyReset(this.downstream);
+        this.noteIfEarlyReset();
         this.terminate(GrpcStatus.CANCELLED);
         return this.destroyDown();
       case 'dispatching':
       case 'awaiting_response':
-        noteEarlyReset(this.downstream);
+        this.noteIfEarlyReset();
         this.terminate(GrpcStatus.CANCELLED); // also cancels the engine's stream, if any
         return this.destroyDown();
       case 'streaming':
@@ -381,6 +381,11 @@ export class ProxiedCall implements OpenCall, DispatchTurn, StreamFaultSink {
   }
 
   // ---- transitions -------------------------------------------------------------------------
+
+  /** A client reset before any answer, soon after sending the call, counts against its connection. */
+  private noteIfEarlyReset(): void {
+    if (this.ctx.clock.now() - this.arrivedAt < EARLY_RESET_WINDOW_MS) noteEarlyReset(this.downstream);
+  }
 
   /** Holds the slot until the dispatch turn (see 'dispatching' above). */
   private awaitDispatchTurn(permit: Permit): void {
