@@ -85,10 +85,11 @@ export interface CallContext {
   readonly rejectionResponse: OutgoingHttpHeaders;
   readonly clock: CallClock;
   /**
-   * Runs `call.onDispatchTurn()` once the current I/O read has been processed (production:
-   * one setImmediate per batch), so resets that arrived in the same read are seen first.
+   * Runs `call.onDispatchTurn()`, at once or, for a client connection that resets calls early,
+   * once the current I/O read has been processed (DispatchBatch), so that resets arriving in the
+   * same read are seen first.
    */
-  readonly scheduleDispatch: (call: DispatchTurn) => void;
+  readonly scheduleDispatch: (call: DispatchTurn, stream: DownstreamStream) => void;
   /** For what a client must not see (engine addresses, internal errors). */
   readonly logger: Logger;
   readonly observer?: CallObserver;

@@ -60,6 +60,11 @@ class ConnectionTracker {
     this.streams++;
   }
 
+  /** More than one call in ten reset before any answer: its next calls wait for a dispatch turn. */
+  get resetsEarly(): boolean {
+    return this.earlyResets * 10 > this.streams;
+  }
+
   /** The client reset a call before any answer; too many of those and the connection goes. */
   earlyReset(): void {
     this.earlyResets++;
@@ -135,6 +140,11 @@ export function trackStream(stream: ServerHttp2Stream): void {
 /** Counts a client reset of a call that had no answer yet against its connection. */
 export function noteEarlyReset(stream: object): void {
   ((stream as { session?: Tracked }).session)?.[TRACKER]?.earlyReset();
+}
+
+/** True when `stream`'s connection resets calls early (see DispatchBatch). */
+export function resetsEarly(stream: object): boolean {
+  return ((stream as { session?: Tracked }).session)?.[TRACKER]?.resetsEarly ?? false;
 }
 
 function onTrackedStreamClose(this: ServerHttp2Stream): void {

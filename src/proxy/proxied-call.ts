@@ -6,9 +6,9 @@
  *     └── rejected, expired, cancelled, deadline, shutdown: the sidecar's own answer or a reset ────────────────────────►│
  *
  *   queued             waiting for an engine slot (holds a queue ticket); nothing sent upstream yet
- *   dispatching        holds a slot; waits for the dispatch turn at the end of the current I/O read,
- *                      so a reset that came in the same read (Rapid Reset: HEADERS then RST_STREAM)
- *                      is seen first and the engine never hears of the call
+ *   dispatching        holds a slot; waits for its dispatch turn: at once, or, on a connection that
+ *                      resets calls early, at the end of the current I/O read, so a reset that came
+ *                      in the same read (Rapid Reset) is seen first and the engine never hears of it
  *   awaiting_response  holds a slot; request forwarded, no response headers yet
  *   streaming          holds a slot; response headers sent to the client, bytes flowing both ways
  *   ending             the engine is done (slot released); the client's side drains, then gets trailers
@@ -391,7 +391,7 @@ export class ProxiedCall implements OpenCall, DispatchTurn, StreamFaultSink {
   private awaitDispatchTurn(permit: Permit): void {
     this.permit = permit;
     this.state = 'dispatching';
-    this.ctx.scheduleDispatch(this);
+    this.ctx.scheduleDispatch(this, this.downstream);
   }
 
   private dispatch(): void {

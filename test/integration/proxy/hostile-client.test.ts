@@ -490,10 +490,11 @@ describe('hostile clients (N=4, Q=2)', () => {
     }
     await wire.roundTrip(); // the sidecar has read the whole attack (or closed the connection)
     await expectGaugesZero(sidecar);
-    // Calls reset in the same read as their HEADERS never reach the engine; only a pair split
-    // across two socket reads can (before the dispatch turn, about 1,000 of the 5,000 did).
+    // Once the connection has reset a call early, its calls wait for the end of the read, and
+    // those reset in it never reach the engine: only the first one or two do (before the
+    // dispatch turn, about 1,000 of the 5,000 did).
     const rapidReached = engine.headerArrivals.filter((tag) => tag === 'rapid').length - rapidBefore;
-    expect(rapidReached, 'reset calls that reached the engine').toBeLessThan(100);
+    expect(rapidReached, 'reset calls that reached the engine').toBeLessThan(10);
     const client = testEngineClient(sidecar.address);
     try {
       const outcomes = [];
