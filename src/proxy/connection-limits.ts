@@ -26,7 +26,7 @@ export interface ConnectionLimitOptions {
 /** How long a closing idle connection may take to finish before it is destroyed. */
 const CLOSE_GRACE_MS = 1000;
 /** Streams a connection must have opened before its early-reset ratio is judged. */
-export const EARLY_RESET_MIN_STREAMS = 100;
+const EARLY_RESET_MIN_STREAMS = 100;
 /**
  * Only a reset this soon after the call arrived counts (Envoy's premature-reset rule): calls a
  * frontend gives up on after waiting in an overloaded queue are not an attack.
@@ -36,7 +36,7 @@ export const EARLY_RESET_WINDOW_MS = 1000;
 const TRACKER = Symbol('dynamo-sidecar.connection');
 
 class ConnectionTracker {
-  openStreams = 0;
+  private openStreams = 0;
   private streams = 0;
   private earlyResets = 0;
   private shed = false;
@@ -75,9 +75,8 @@ class ConnectionTracker {
         streams: this.streams,
         early_resets: this.earlyResets,
       });
-      const session = this.session;
-      session.goaway(constants.NGHTTP2_ENHANCE_YOUR_CALM);
-      setImmediate(() => session.destroy()); // after the GOAWAY frame has gone out
+      // The final GOAWAY carries the code (with no error given, node sends NO_ERROR whatever the code).
+      this.session.destroy(new Error('too many calls reset before any answer'), constants.NGHTTP2_ENHANCE_YOUR_CALM);
     }
   }
 
