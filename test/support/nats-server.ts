@@ -5,6 +5,7 @@
  *   await nats.stop();     // broker gone, port kept for restart()
  *   await nats.restart();  // same port again
  *   startNatsServer({ start: false })  // port reserved, broker not running until restart()
+ *   nats.pause(); nats.resume();  // SIGSTOP / SIGCONT: hung with TCP open
  *
  * The binary is `NATS_SERVER_BIN` or `nats-server` on PATH (Debian puts it in /usr/sbin).
  */
@@ -16,6 +17,10 @@ export interface NatsServerHandle {
   port: number;
   stop(): Promise<void>;
   restart(): Promise<void>;
+  /** SIGSTOP: the broker hangs with its connections open (the hung-broker case). */
+  pause(): void;
+  /** SIGCONT after pause(). */
+  resume(): void;
 }
 
 export class NatsServerNotInstalledError extends Error {
@@ -90,5 +95,7 @@ export async function startNatsServer(options: { start?: boolean } = {}): Promis
       await stop();
       await launch();
     },
+    pause: () => void child?.kill('SIGSTOP'),
+    resume: () => void child?.kill('SIGCONT'),
   };
 }

@@ -4,49 +4,19 @@
  * published; after SIGCONT events flow and count again.
  */
 import { connect, type NatsConnection } from '@nats-io/transport-node';
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { createConnection, createServer } from 'node:net';
 import { Registry } from 'prom-client';
 import { afterAll, describe, expect, it } from 'vitest';
 import { registerLoadMetrics } from '../../../src/load/load-metrics.js';
 import { LoadTracker, type LoadEvent } from '../../../src/load/load-tracker.js';
 import { LoadPublisher, loadSubject } from '../../../src/load/publisher.js';
-import type { Logger } from '../../../src/log.js';
+import { startNatsServer } from '../../support/nats-server.js';
+import { recordingLogger } from '../../support/recording-logger.js';
 import { waitFor } from '../../support/wait.js';
 
 const cleanups: (() => unknown)[] = [];
 afterAll(async () => {
   for (const c of cleanups.reverse()) await Promise.resolve(c()).catch(() => undefined);
 });
-
-/** A nats-server child whose process we can stop and continue (the shared helper hides its pid). */
-async function startPausableNats(): Promise<{ url: string; proc: ChildProcess }> {
-  const bin = [process.env['NATS_SERVER_BIN'], 'nats-server', '/usr/sbin/nats-server', '/usr/local/bin/nats-server'].find((c) => !!c && spawnSync(c, ['--version'], { stdio: 'ignore' }).status === 0);
-  if (!bin) throw new Error('nats-server not found: install it (Debian: apt-get install nats-server) or set NATS_SERVER_BIN');
-  const probe = createServer();
-  await new Promise<void>((resolve, reject) => probe.once('error', reject).listen(0, '127.0.0.1', resolve));
-  const { port } = probe.address() as { port: number };
-  await new Promise((r) => probe.close(r));
-  const proc = spawn(bin, ['-a', '127.0.0.1', '-p', String(port)], { stdio: 'ignore' });
-  cleanups.push(() => {
-    proc.kill('SIGCONT');
-    proc.kill('SIGKILL');
-  });
-  const accepts = (): Promise<boolean> =>
-    new Promise((resolve) => {
-      const socket = createConnection({ host: '127.0.0.1', port });
-      socket.once('connect', () => (socket.destroy(), resolve(true)));
-      socket.once('error', () => resolve(false));
-    });
-  await waitFor(accepts, 'nats-server to accept connections', 10_000, 20);
-  return { url: `nats://127.0.0.1:${port}`, proc };
-}
-
-function recordingLogger(): { logger: Logger; msgs: string[] } {
-  const msgs: string[] = [];
-  const make = (): Logger => ({ debug: () => {}, info: (m) => msgs.push(m), warn: (m) => msgs.push(m), error: (m) => msgs.push(m), child: () => make() });
-  return { logger: make(), msgs };
-}
 
 const gauge = async (registry: Registry, name: string): Promise<number> => {
   const line = (await registry.metrics()).split('\n').find((l) => l.startsWith(`${name} `));
@@ -55,7 +25,8 @@ const gauge = async (registry: Registry, name: string): Promise<number> => {
 
 describe('LoadPublisher with a hung broker', () => {
   it('reads disconnected within a few seconds of SIGSTOP, counts nothing as published while stopped, and flows again after SIGCONT', async () => {
-    const nats = await startPausableNats();
+    const nats = await startNatsServer();
+    cleanups.push(() => nats.stop());
     const subject = loadSubject('ns', 'liveness', 'generate');
     const sub: NatsConnection = await connect({ servers: nats.url, maxReconnectAttempts: -1, reconnectTimeWait: 100 });
     cleanups.push(() => sub.close());
@@ -63,7 +34,7 @@ describe('LoadPublisher with a hung broker', () => {
     sub.subscribe(subject, { callback: (_e, m) => void got.push(m.json<LoadEvent>()) });
     await sub.flush();
 
-    const { logger, msgs } = recordingLogger();
+    const logger = recordingLogger();
     const tracker = new LoadTracker({ workerId: 9 });
     const p = new LoadPublisher({ servers: nats.url, subject, source: tracker, logger, heartbeatMs: 100, livenessTimeoutMs: 500, reconnectTimeWaitMs: 100, reconnectJitterMs: 20 });
     cleanups.push(() => p.close());
@@ -74,7 +45,7 @@ describe('LoadPublisher with a hung broker', () => {
     expect(await gauge(registry, 'dynamo_sidecar_nats_connected')).toBe(1);
     expect(got.length).toBeGreaterThan(0);
 
-    nats.proc.kill('SIGSTOP');
+    nats.pause();
     const stoppedAt = Date.now();
     const publishedAtStop = p.stats.published;
     await waitFor(() => !p.connected, 'the publisher to notice the hung broker', 10_000);
@@ -92,11 +63,11 @@ describe('LoadPublisher with a hung broker', () => {
     // Nothing is handed to the hung socket, and what was handed over is given up, not pending.
     expect(await gauge(registry, 'dynamo_sidecar_load_events_unconfirmed')).toBe(0);
 
-    nats.proc.kill('SIGCONT');
+    nats.resume();
     await waitFor(() => p.connected, 'the publisher to reconnect after SIGCONT', 15_000);
     await waitFor(() => p.stats.published > publishedWhileStopped, 'confirmed publishes again', 10_000);
     await waitFor(() => got.some((e) => e.active_prefill_tokens === 77), 'the current state to reach a subscriber', 10_000);
     expect(await gauge(registry, 'dynamo_sidecar_nats_connected')).toBe(1);
-    expect(msgs.some((m) => m.startsWith('NATS not confirming publishes') || m.startsWith('NATS disconnected'))).toBe(true);
+    expect(logger.lines.some(({ msg }) => msg.startsWith('NATS not confirming publishes') || msg.startsWith('NATS disconnected'))).toBe(true);
   });
 });
