@@ -121,15 +121,16 @@ describe('with --engine-request-limit 8 and DYN_DYNAMO_REQUEST_QUEUE_LIMIT=4', (
         );
       }
       // Quiescent: every call sent is answered, held by the engine, or queued, and every call the
-      // sidecar dispatched has reached the engine. Then a live call not held is surely queued.
+      // sidecar dispatched has reached the engine. Then a live call whose HEADERS never reached the
+      // engine is surely queued (one that did may be answered but not yet seen by the client).
       await waitFor(async () => {
         const queued = await sidecar.metric('dynamo_request_queue');
         const inEngine = await sidecar.metric('dynamo_engine_request');
         return outcomes.size + engine.held + queued === nextTag && inEngine === engine.held;
       }, 'the burst to settle');
-      const held = new Set(engine.heldTags.map(Number));
+      const reachedEngine = new Set(engine.headerArrivals.map(Number));
       for (const [tag, call] of live) {
-        if (!held.has(tag) && random() < 0.3) {
+        if (!reachedEngine.has(tag) && random() < 0.3) {
           cancelledWhileQueued.add(tag);
           call.cancel();
         }
