@@ -3,7 +3,7 @@ import { createServer, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { EngineScraper, defaultFetchText, type FetchText } from '../../../src/load/engine-scraper.js';
-import type { Logger } from '../../../src/log.js';
+import { recordingLogger } from '../../support/recording-logger.js';
 
 const vllm = readFileSync(new URL('../../fixtures/engine-metrics/vllm.txt', import.meta.url), 'utf8');
 
@@ -13,18 +13,6 @@ let requests = 0;
 const hanging: ServerResponse[] = [];
 let server: Server;
 let url: string;
-
-function recordingLogger(): { logger: Logger; lines: { level: string; msg: string; fields?: Record<string, unknown> }[] } {
-  const lines: { level: string; msg: string; fields?: Record<string, unknown> }[] = [];
-  const make = (): Logger => ({
-    debug: (msg, fields) => lines.push({ level: 'debug', msg, fields }),
-    info: (msg, fields) => lines.push({ level: 'info', msg, fields }),
-    warn: (msg, fields) => lines.push({ level: 'warn', msg, fields }),
-    error: (msg, fields) => lines.push({ level: 'error', msg, fields }),
-    child: () => make(),
-  });
-  return { logger: make(), lines };
-}
 
 /**
  * The real fetch, wrapped to count overlapping scrapes where they happen: in the scraper. (The
@@ -78,7 +66,8 @@ afterAll(async () => {
 describe('EngineScraper', () => {
   it('goes fresh, turns stale once on errors and timeouts, recovers, and never overlaps scrapes', async () => {
     mode = 'ok';
-    const { logger, lines } = recordingLogger();
+    const logger = recordingLogger();
+    const { lines } = logger;
     let updates = 0;
     const counting = countingFetch();
     const s = new EngineScraper({ url, intervalMs: 80, timeoutMs: 50, logger, onUpdate: () => updates++, fetchText: counting.fetchText });
@@ -117,7 +106,8 @@ describe('EngineScraper', () => {
   });
 
   it('counts a refused connection as an error without throwing', async () => {
-    const { logger, lines } = recordingLogger();
+    const logger = recordingLogger();
+    const { lines } = logger;
     const s = new EngineScraper({ url: 'http://127.0.0.1:1/metrics', intervalMs: 50, logger });
     await s.scrapeOnce();
     await s.scrapeOnce();
@@ -129,7 +119,7 @@ describe('EngineScraper', () => {
 
   it('stop() aborts an in-flight scrape without counting it', async () => {
     mode = 'hang';
-    const s = new EngineScraper({ url, intervalMs: 1000, timeoutMs: 900, logger: recordingLogger().logger });
+    const s = new EngineScraper({ url, intervalMs: 1000, timeoutMs: 900, logger: recordingLogger() });
     const p = s.scrapeOnce();
     await until(() => hanging.length > 0);
     s.stop();
@@ -140,7 +130,7 @@ describe('EngineScraper', () => {
   it('waits for a slow scrape longer than the interval without starting a second one', async () => {
     mode = 'hang';
     const counting = countingFetch();
-    const s = new EngineScraper({ url, intervalMs: 30, timeoutMs: 200, logger: recordingLogger().logger, fetchText: counting.fetchText });
+    const s = new EngineScraper({ url, intervalMs: 30, timeoutMs: 200, logger: recordingLogger(), fetchText: counting.fetchText });
     s.start();
     try {
       await until(() => s.errors >= 3, 5000);
