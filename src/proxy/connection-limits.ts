@@ -68,15 +68,19 @@ class ConnectionTracker {
   /** The client reset a call before any answer; too many of those and the connection goes. */
   earlyReset(): void {
     this.earlyResets++;
-    if (this.streams >= EARLY_RESET_MIN_STREAMS && this.earlyResets * 2 > this.streams && !this.shed && !this.session.destroyed) {
+    if (this.streams >= EARLY_RESET_MIN_STREAMS && this.earlyResets * 2 > this.streams && !this.shed && !this.session.destroyed && !this.session.closed) {
       this.shed = true;
       this.options.logger.warn('client connection closed: most of its calls were reset before any answer (Rapid Reset)', {
         remote: this.session.socket?.remoteAddress,
         streams: this.streams,
         early_resets: this.earlyResets,
       });
-      // The final GOAWAY carries the code (with no error given, node sends NO_ERROR whatever the code).
-      this.session.destroy(new Error('too many calls reset before any answer'), constants.NGHTTP2_ENHANCE_YOUR_CALM);
+      // GOAWAY first, so it reaches the client before the socket goes (destroy() right away can
+      // lose it); no new stream is accepted meanwhile. The final GOAWAY of destroy() carries the
+      // code too (without an error argument node would send NO_ERROR).
+      const session = this.session;
+      session.goaway(constants.NGHTTP2_ENHANCE_YOUR_CALM);
+      setTimeout(() => session.destroy(new Error('too many calls reset before any answer'), constants.NGHTTP2_ENHANCE_YOUR_CALM), CLOSE_GRACE_MS).unref();
     }
   }
 
