@@ -2,6 +2,11 @@
  * Per-connection limits on the gRPC ingress, so connections that do no work cannot pile up:
  *   handshake  the client's HTTP/2 preface and SETTINGS must arrive within `handshakeTimeoutMs`
  *              of the TCP connection, or the connection is destroyed (a socket that says nothing).
+ *   liveness   while a connection has open streams it is PINGed every `handshakeTimeoutMs`; a PING
+ *              still unanswered at the next tick destroys it. Node stops reading a connection after
+ *              a client protocol error (DATA on stream 0, a self-dependent PRIORITY...) and then
+ *              emits nothing at all, not even when the client closes its socket: without this its
+ *              calls would hold their engine slots forever.
  *   idle       a connection with no open stream for `idleTimeoutMs` gets GOAWAY and is closed.
  *              Idle means no complete request, not no bytes: a client dripping one CONTINUATION
  *              frame at a time (slowloris) has no open stream and is closed like a silent one.
@@ -43,6 +48,8 @@ class ConnectionTracker {
   private idleSince: number;
   private idleTimer: NodeJS.Timeout | undefined;
   private handshakeTimer: NodeJS.Timeout | undefined;
+  private livenessTimer: NodeJS.Timeout | undefined;
+  private pingOutstanding = false;
 
   constructor(
     private readonly session: Http2Session,
@@ -91,11 +98,33 @@ class ConnectionTracker {
   private onHandshakeDone(): void {
     clearTimeout(this.handshakeTimer);
     this.handshakeTimer = undefined;
+    this.livenessTimer = setInterval(() => this.onLivenessTick(), this.options.handshakeTimeoutMs);
+    this.livenessTimer.unref();
     const idleMs = this.options.idleTimeoutMs;
     if (idleMs > 0) {
       this.idleSince = Date.now();
       this.idleTimer = setTimeout(() => this.onIdleCheck(), idleMs);
       this.idleTimer.unref();
+    }
+  }
+
+  /** A connection with open calls must answer a PING within one tick. */
+  private onLivenessTick(): void {
+    const session = this.session;
+    if (session.destroyed) return;
+    if (this.pingOutstanding) {
+      this.options.logger.warn('client connection closed: it stopped answering PINGs with calls open', {
+        remote: session.socket?.remoteAddress,
+        open_streams: this.openStreams,
+      });
+      session.destroy();
+      return;
+    }
+    if (this.openStreams === 0) return;
+    try {
+      this.pingOutstanding = session.ping(() => (this.pingOutstanding = false));
+    } catch {
+      session.destroy(); // a session that cannot even take a PING is gone
     }
   }
 
@@ -122,6 +151,7 @@ class ConnectionTracker {
   private stop(): void {
     clearTimeout(this.handshakeTimer);
     clearTimeout(this.idleTimer);
+    clearInterval(this.livenessTimer);
   }
 }
 

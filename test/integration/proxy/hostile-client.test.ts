@@ -447,6 +447,29 @@ describe('hostile clients (N=4, Q=2)', () => {
       await expectHealthy(timed, engine);
     });
 
+    it.each([
+      ['DATA on stream 0', (wire: H2Wire) => wire.write(dataFrame(0, Buffer.alloc(3)))],
+      ['RST_STREAM on stream 0', (wire: H2Wire) => wire.write(rstStreamFrame(0, ErrorCode.CANCEL))],
+    ])('frees the slots of calls on a connection node stopped reading after a protocol error (%s), socket kept open or closed', async (_name, breakConnection) => {
+      for (const closeSocket of [false, true]) {
+        const wires = [];
+        for (let i = 0; i < 4; i++) {
+          const wire = await open({}, timed.port);
+          await wire.until(() => wire.peerSettingsReceived, 5000, "the sidecar's SETTINGS");
+          wire.sendHeaders(grpcRequestHeaders(path('Hold'), [['x-tag', 'broken-connection']])); // no grpc-timeout
+          await wire.roundTrip();
+          breakConnection(wire);
+          if (closeSocket) wire.destroy();
+          wires.push(wire);
+        }
+        // Node emits nothing for such a connection; the PING liveness check (one handshake
+        // timeout per tick) must destroy it and free the slots.
+        await expectGaugesZero(timed, 10_000);
+        for (const wire of wires) wire.destroy();
+      }
+      await expectHealthy(timed, engine);
+    });
+
     it('closes idle and slow-drip connections on the system port', async () => {
       const idle = netConnect({ host: '127.0.0.1', port: timed.systemPort });
       const drip = netConnect({ host: '127.0.0.1', port: timed.systemPort });
