@@ -48,6 +48,9 @@ export function onEngineError(this: WithCall<UpstreamStream>, err: Error): void 
 export function onEngineAborted(this: WithCall<UpstreamStream>): void {
   this[CALL].onEngineAborted();
 }
+export function onEngineEnd(this: WithCall<UpstreamStream>): void {
+  this[CALL].onEngineEnd();
+}
 export function onEngineClose(this: WithCall<UpstreamStream>): void {
   this[CALL].onEngineClosed();
 }

@@ -93,6 +93,9 @@ export class Ingress {
   /** The drain grace period is over: every call still open ends with UNAVAILABLE (retryable elsewhere). */
   cutOpenCalls(): number {
     const calls = [...this.openCalls];
+    // Queued calls first: cutting a call in the engine frees a slot, which would hand it to (and
+    // dispatch) the next queued call during shutdown.
+    for (const call of calls) if (call.phase === 'queued') call.shutdown();
     for (const call of calls) call.shutdown();
     return calls.length;
   }

@@ -55,6 +55,7 @@ const RESPOND_END_STREAM = Object.freeze({ endStream: true });
 
 /** A call that the ingress can cut when the drain grace period ends. */
 export interface OpenCall {
+  readonly phase: CallPhase;
   shutdown(): void;
 }
 
@@ -66,6 +67,12 @@ export class ProxiedCall implements OpenCall, DispatchTurn, StreamFaultSink {
   private upstreamSession: unknown;
   private upstreamError: Error | undefined;
   private engineTrailers: IncomingHttpHeaders | undefined;
+  /**
+   * The engine has answered in full (trailers, or Trailers-Only): our request side is then ended
+   * gracefully, never reset. A RST_STREAM per finished call would count against the engine's own
+   * Rapid Reset limit (node's server sends GOAWAY(ENHANCE_YOUR_CALM)) and drop the shared session.
+   */
+  private engineDone = false;
   /** The trailers the client gets once its side has drained (the engine's, or the sidecar's own). */
   private finalTrailers: OutgoingHttpHeaders | undefined;
   private finalStatus: number = GrpcStatus.OK;
@@ -293,6 +300,8 @@ export class ProxiedCall implements OpenCall, DispatchTurn, StreamFaultSink {
           // Trailers-Only from the engine: pass it on as Trailers-Only (terminate also closes our
           // request side to the engine, which may still be open).
           if (this.downstream.headersSent || !isWritable(this.downstream)) return this.onClientGone();
+          this.engineDone = true;
+          this.endUp();
           this.terminate(parseStatus(responseHeaders['grpc-status']));
           this.respondDown(responseHeaders, RESPOND_END_STREAM);
           return this.discardRequest();
@@ -367,6 +376,15 @@ export class ProxiedCall implements OpenCall, DispatchTurn, StreamFaultSink {
     this.onEngineClosed();
   }
 
+  /**
+   * The engine's data has all been read. With its trailers in, the engine's part is over even
+   * while the client is still sending (a bidi engine that answers first): node emits 'close' only
+   * once our request side has ended too, so waiting for it would withhold the trailers and the slot.
+   */
+  onEngineEnd(): void {
+    if (this.engineTrailers) this.onEngineClosed();
+  }
+
   onEngineClosed(): void {
     switch (this.state) {
       case 'awaiting_response':
@@ -423,6 +441,7 @@ export class ProxiedCall implements OpenCall, DispatchTurn, StreamFaultSink {
     upstream.on('error', listeners.onEngineError);
     upstream.on('aborted', listeners.onEngineAborted);
     upstream.on('close', listeners.onEngineClose);
+    upstream.on('end', listeners.onEngineEnd);
     upstream.on('drain', listeners.onEngineDrain);
     this.tap = this.ctx.observer?.dispatched(headers);
     const downstream = this.downstream;
@@ -435,10 +454,15 @@ export class ProxiedCall implements OpenCall, DispatchTurn, StreamFaultSink {
     const upstream = this.upstream!;
     if (this.engineTrailers) {
       this.finalStatus = parseStatus(this.engineTrailers['grpc-status']);
+      this.engineDone = true;
+      this.endUp(); // our request side, if the client is still sending: the engine has answered
       return this.beginEnding(this.engineTrailers);
     }
     const session = this.upstreamSession as { destroyed?: boolean; closed?: boolean } | undefined;
-    if (this.upstreamError || !session || session.destroyed || session.closed) {
+    // A reset with an error code also arrives as the stream's ERR_HTTP2_STREAM_ERROR: that is the
+    // engine's answer on a live connection, not a lost one.
+    const engineReset = (this.upstreamError as { code?: unknown } | undefined)?.code === 'ERR_HTTP2_STREAM_ERROR';
+    if ((this.upstreamError && !engineReset) || !session || session.destroyed || session.closed) {
       const neverConnected = !this.ctx.upstream.wasConnected(session);
       this.ctx.metrics.upstreamError(neverConnected ? 'connect' : 'session_lost');
       return this.fail(
@@ -456,14 +480,14 @@ export class ProxiedCall implements OpenCall, DispatchTurn, StreamFaultSink {
   }
 
   /**
-   * The engine's part is over: free the slot, cancel the engine's stream if it is still open,
-   * end the client's side, and send `trailers` once it has drained.
+   * The engine's part is over: free the slot, cancel the engine's stream if it is still working
+   * (not when it answered in full), end the client's side, and send `trailers` once it has drained.
    */
   private beginEnding(trailers: OutgoingHttpHeaders): void {
     this.state = 'ending';
     this.finalTrailers = trailers;
+    this.resetUp(NGHTTP2_CANCEL); // before the slot, as in terminate()
     this.releaseSlot();
-    this.resetUp(NGHTTP2_CANCEL);
     if (!this.endDown()) this.terminate(GrpcStatus.CANCELLED);
   }
 
@@ -511,8 +535,11 @@ export class ProxiedCall implements OpenCall, DispatchTurn, StreamFaultSink {
     this.state = 'ended';
     if (this.timer !== undefined) this.ctx.clock.clearTimer(this.timer);
     this.timer = undefined;
-    this.releaseSlot();
+    // The engine's stream goes before the slot: a freed slot dispatches the next queued call at
+    // once, and its HEADERS must not reach the engine ahead of this call's RST_STREAM (N+1).
+    // (An engine that answered in full gets no RST_STREAM: see engineDone.)
     this.resetUp(NGHTTP2_CANCEL);
+    this.releaseSlot();
     this.openCalls?.delete(this);
     this.ctx.metrics.callEnded(status);
   }
@@ -565,9 +592,9 @@ export class ProxiedCall implements OpenCall, DispatchTurn, StreamFaultSink {
     if (this.upstream) guardedEnd(this.upstream, this);
   }
 
-  /** Cancels the engine's stream; a failure to do so has nothing left to end (no fault). */
+  /** Cancels the engine's stream unless the engine has answered in full; a failure to do so has nothing left to end (no fault). */
   private resetUp(code: number): void {
-    if (this.upstream) guardedReset(this.upstream, code, IGNORE_FAULT);
+    if (this.upstream && !this.engineDone) guardedReset(this.upstream, code, IGNORE_FAULT);
   }
 }
 

@@ -51,6 +51,8 @@ interface Harness {
   readonly openCalls: Set<OpenCall>;
   /** Release calls on the permits this call was given. */
   releases(): number;
+  /** What had been done to the engine stream when the slot was released. */
+  engineOpsAtRelease(): string[] | undefined;
   /** A permit held by another call, so that this one queues; release it to admit this one. */
   blocker: Permit | undefined;
   readonly up: FakeUpstream | undefined;
@@ -65,9 +67,11 @@ function harness(options: { queued?: boolean; deadlineMs?: number | null; header
   const connector = new FakeConnector();
   const openCalls = new Set<OpenCall>();
   let releaseCalls = 0;
+  let engineOpsAtRelease: string[] | undefined;
   const counted = (permit: Permit): Permit => ({
     release() {
       releaseCalls++;
+      engineOpsAtRelease = [...(connector.opened.at(-1)?.ops ?? [])];
       permit.release();
     },
     get released() {
@@ -109,6 +113,7 @@ function harness(options: { queued?: boolean; deadlineMs?: number | null; header
     clock,
     openCalls,
     releases: () => releaseCalls,
+    engineOpsAtRelease: () => engineOpsAtRelease,
     blocker,
     turns,
     get up() {
@@ -155,6 +160,7 @@ const EVENTS = {
     return up.emit('close');
   },
   engineError: (h: Harness) => h.up?.emit('error', new Error('stream error')) ?? false,
+  engineEnd: (h: Harness) => h.up?.emit('end') ?? false,
   engineDrain: (h: Harness) => h.up?.emit('drain') ?? false,
   sessionLost: (h: Harness) => {
     const up = h.up;
@@ -197,28 +203,28 @@ const Q = 'queued',
 const TRANSITIONS: Record<CallPhase, Record<EventName, CallPhase>> = {
   queued: {
     clientData: Q, clientEnd: Q, clientReset: X, clientResetNoError: X, clientClose: X, clientDrain: Q, clientWantTrailers: Q, admitted: D, dispatchTurn: Q,
-    engineResponse: Q, engineTrailersOnly: Q, engineData: Q, engineTrailers: Q, engineReset: Q, engineClose: Q, engineError: Q, engineDrain: Q, sessionLost: Q,
+    engineResponse: Q, engineTrailersOnly: Q, engineData: Q, engineTrailers: Q, engineReset: Q, engineClose: Q, engineError: Q, engineEnd: Q, engineDrain: Q, sessionLost: Q,
     deadline: X, shutdown: X,
   },
   dispatching: {
     clientData: D, clientEnd: D, clientReset: X, clientResetNoError: X, clientClose: X, clientDrain: D, clientWantTrailers: D, admitted: D, dispatchTurn: A,
-    engineResponse: D, engineTrailersOnly: D, engineData: D, engineTrailers: D, engineReset: D, engineClose: D, engineError: D, engineDrain: D, sessionLost: D,
+    engineResponse: D, engineTrailersOnly: D, engineData: D, engineTrailers: D, engineReset: D, engineClose: D, engineError: D, engineEnd: D, engineDrain: D, sessionLost: D,
     deadline: X, shutdown: X,
   },
   awaiting_response: {
     clientData: A, clientEnd: A, clientReset: X, clientResetNoError: X, clientClose: X, clientDrain: A, clientWantTrailers: A, admitted: A, dispatchTurn: A,
-    engineResponse: S, engineTrailersOnly: X, engineData: A, engineTrailers: A, engineReset: X, engineClose: X, engineError: A, engineDrain: A, sessionLost: X,
+    engineResponse: S, engineTrailersOnly: X, engineData: A, engineTrailers: A, engineReset: X, engineClose: X, engineError: A, engineEnd: A, engineDrain: A, sessionLost: X,
     deadline: X, shutdown: X,
   },
   streaming: {
     clientData: S, clientEnd: S, clientReset: X, clientResetNoError: X, clientClose: X, clientDrain: S, clientWantTrailers: S, admitted: S, dispatchTurn: S,
-    engineResponse: S, engineTrailersOnly: S, engineData: S, engineTrailers: S, engineReset: X, engineClose: X, engineError: S, engineDrain: S, sessionLost: E,
+    engineResponse: S, engineTrailersOnly: S, engineData: S, engineTrailers: S, engineReset: X, engineClose: X, engineError: S, engineEnd: S, engineDrain: S, sessionLost: E,
     deadline: E, shutdown: E,
   },
   ending: {
     // Our side has ended, so a client reset emits no 'aborted'; node's 'close' follows it (clientClose).
     clientData: E, clientEnd: E, clientReset: E, clientResetNoError: E, clientClose: X, clientDrain: E, clientWantTrailers: X, admitted: E, dispatchTurn: E,
-    engineResponse: E, engineTrailersOnly: E, engineData: E, engineTrailers: E, engineReset: E, engineClose: E, engineError: E, engineDrain: E, sessionLost: E,
+    engineResponse: E, engineTrailersOnly: E, engineData: E, engineTrailers: E, engineReset: E, engineClose: E, engineError: E, engineEnd: E, engineDrain: E, sessionLost: E,
     deadline: X, shutdown: E,
   },
   ended: Object.fromEntries(EVENT_NAMES.map((e) => [e, X])) as Record<EventName, CallPhase>,
@@ -376,6 +382,47 @@ describe('ProxiedCall outcomes', () => {
     expect(h.down.outcome).toBe(`status ${GrpcStatus.UNAVAILABLE}`);
     expect(h.gate.inEngine).toBe(0);
     expect(h.metrics.events).toContain('upstreamError connect');
+  });
+
+  it('cancels the engine stream before releasing the slot, so the next call cannot reach the engine first', () => {
+    for (const end of [EVENTS.clientReset, EVENTS.deadline, (h: Harness) => h.call.shutdown()]) {
+      const h = reach('streaming');
+      end(h);
+      expect(h.engineOpsAtRelease()).toContain(`close ${NGHTTP2_CANCEL}`);
+    }
+  });
+
+  it("ends the call with the engine's trailers once its data is read, while the client is still sending", () => {
+    const h = reach('streaming');
+    EVENTS.clientData(h);
+    EVENTS.engineTrailers(h);
+    EVENTS.engineEnd(h); // node emits no 'close' while our request side to the engine is open
+    expect(h.call.phase).toBe('ending');
+    expect(h.gate.inEngine).toBe(0);
+    // Our request side is ended, not reset: the engine has answered in full.
+    expect(h.up!.ops).toEqual(['write 10', 'end']);
+    EVENTS.clientWantTrailers(h);
+    expect(h.down.outcome).toBe('status 0');
+  });
+
+  it('never resets an engine stream that answered in full (a reset per call would trip the engine Rapid Reset limit)', () => {
+    const complete = reach('ending');
+    EVENTS.clientWantTrailers(complete);
+    const trailersOnly = reach('awaiting_response');
+    EVENTS.engineTrailersOnly(trailersOnly);
+    for (const h of [complete, trailersOnly]) expect(h.up!.ops.filter((op) => op.startsWith('close'))).toEqual([]);
+    expect(trailersOnly.up!.ops).toEqual(['end']); // our request side was still open: ended gracefully
+  });
+
+  it('passes an engine reset that arrives as a stream error on a live connection on as the same reset', () => {
+    const h = reach('awaiting_response');
+    EVENTS.clientEnd(h);
+    h.up!.emit('error', errorWithCode('ERR_HTTP2_STREAM_ERROR', 'Stream closed with error code NGHTTP2_INTERNAL_ERROR'));
+    h.up!.closed = h.up!.destroyed = true;
+    h.up!.rstCode = constants.NGHTTP2_INTERNAL_ERROR;
+    h.up!.emit('close');
+    expect(h.down.outcome).toBe(`reset ${constants.NGHTTP2_INTERNAL_ERROR}`);
+    expect(h.metrics.events).toContain('upstreamError reset');
   });
 
   it('frees the slot of a client that resets with NO_ERROR after the response headers while its request side is open', () => {
