@@ -314,5 +314,45 @@ describe("the sidecar's own signals", () => {
     await waitFor(() => engine.held === 0, 'the engine to see the cut calls go');
     expect(engine.maxActive).toBeLessThanOrEqual(N);
   });
+
+  it('sends none of the queued calls to the engine when the drain grace ends: they are cut first', async () => {
+    const engine = await startTestEngine();
+    cleanups.push(() => engine.close());
+    const sidecar = await sidecarFor(engine.address, ['--drain-grace-ms', '300']);
+    const client = clientFor(sidecar);
+    await waitFor(async () => (await sidecar.get('/ready')).status === 200, 'ready', 10_000);
+    const inEngine = Array.from({ length: N }, (_, i) => unary(client, 'Hold', { tag: `in-engine-${i}` }, { deadlineMs: 30_000 }));
+    await waitFor(() => engine.held === N, 'N calls in the engine');
+    const queued = Array.from({ length: 2 }, (_, i) => unary(client, 'Hold', { tag: `queued-${i}` }, { deadlineMs: 30_000 }));
+    await waitFor(async () => (await sidecar.metric('dynamo_request_queue')) === 2, 'two calls queued');
+    expect(await sidecar.stop('SIGTERM')).toBe(0);
+    for (const outcome of await Promise.all([...inEngine, ...queued])) expect(outcome.code, outcome.details).toBe(grpc.status.UNAVAILABLE);
+    expect(engine.headerArrivals.filter((tag) => tag.startsWith('queued-')), 'queued calls that reached the engine').toEqual([]);
+  });
+});
+
+describe('an engine that answers before the client has finished sending (bidi)', () => {
+  it("delivers the engine's status and frees the slot while the client's request side is still open", async () => {
+    const engine = await startTestEngine();
+    cleanups.push(() => engine.close());
+    const sidecar = await sidecarFor(engine.address);
+    const client = clientFor(sidecar) as unknown as { Early(metadata: grpc.Metadata): grpc.ClientDuplexStream<{ tag: string }, unknown> };
+    const metadata = new grpc.Metadata();
+    metadata.set('x-replies', '1');
+    const call = client.Early(metadata);
+    call.on('data', () => {});
+    call.on('error', () => {});
+    const status = new Promise<grpc.StatusObject | string>((resolve) => {
+      call.on('status', resolve);
+      setTimeout(() => resolve('no status within 10 s'), 10_000).unref();
+    });
+    call.write({ tag: 'bidi' }); // and the request side stays open
+    await waitFor(() => engine.early === 1, 'the call in the engine');
+    engine.releaseEarly();
+    expect(await status).toMatchObject({ code: grpc.status.OK });
+    await expectGaugesZero(sidecar, 5000);
+    call.end();
+    expectAlive(sidecar);
+  });
 });
 
