@@ -170,6 +170,17 @@ export function trackStream(stream: ServerHttp2Stream): void {
   stream.once('close', onTrackedStreamClose);
 }
 
+/**
+ * Whether a client reset of a call with no answer yet counts as early: within the window after
+ * the call arrived, and not in the last tenth of the call's own deadline (a client whose deadline
+ * timer runs a moment ahead of the sidecar's is giving up on time, not attacking).
+ */
+export function isEarlyReset(arrivedAt: number, now: number, deadlineAt: number | undefined): boolean {
+  const age = now - arrivedAt;
+  if (age >= EARLY_RESET_WINDOW_MS) return false;
+  return deadlineAt === undefined || age < 0.9 * (deadlineAt - arrivedAt);
+}
+
 /** Counts a client reset of a call that had no answer yet against its connection. */
 export function noteEarlyReset(stream: object): void {
   ((stream as { session?: Tracked }).session)?.[TRACKER]?.earlyReset();

@@ -36,7 +36,7 @@ import { CallError } from './call-error.js';
 import type { CallContext, DispatchTurn, DownstreamStream, TrafficTap, UpstreamStream } from './call-context.js';
 import * as listeners from './call-listeners.js';
 import { CALL, type WithCall } from './call-listeners.js';
-import { EARLY_RESET_WINDOW_MS, noteEarlyReset } from './connection-limits.js';
+import { isEarlyReset, noteEarlyReset } from './connection-limits.js';
 import { isHeaderError, stripConnectionHeaders } from './request-headers.js';
 import { guardedEnd, guardedReset, guardedRespond, guardedTrailers, guardedWrite, isWritable, type RespondOptions, type StreamFaultSink } from './stream-guard.js';
 
@@ -402,7 +402,7 @@ export class ProxiedCall implements OpenCall, DispatchTurn, StreamFaultSink {
 
   /** A client reset before any answer, soon after sending the call, counts against its connection. */
   private noteIfEarlyReset(): void {
-    if (this.ctx.clock.now() - this.arrivedAt < EARLY_RESET_WINDOW_MS) noteEarlyReset(this.downstream);
+    if (isEarlyReset(this.arrivedAt, this.ctx.clock.now(), this.deadlineAt)) noteEarlyReset(this.downstream);
   }
 
   /** Holds the slot until the dispatch turn (see 'dispatching' above). */
