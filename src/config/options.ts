@@ -67,7 +67,7 @@ export const SIDECAR_OPTIONS = {
     flag: '--handshake-timeout-ms <ms>',
     env: 'DYN_SIDECAR_HANDSHAKE_TIMEOUT_MS',
     defaultText: '10000',
-    help: "ingress: the client's HTTP/2 preface and SETTINGS must arrive within it; system port: a request's headers must (>= 100)",
+    help: "ingress: the client's HTTP/2 preface and SETTINGS must arrive within it, and a connection with open calls must answer a PING within it; system port: a request must start and its headers complete within it (>= 100)",
   },
   upstreamPingIntervalMs: {
     flag: '--upstream-ping-interval-ms <ms>',
