@@ -18,10 +18,8 @@ export function onAdmitFromQueue(this: ProxiedCall, permit: Permit): void {
 export function onDeadline(this: ProxiedCall): void {
   this.onDeadline();
 }
-export function onClientClose(this: WithCall<DownstreamStream>): void {
-  this[CALL].onClientGone();
-}
-export function onClientAborted(this: WithCall<DownstreamStream>): void {
+/** For both 'close' and 'aborted' (a reset while our side was open): either way the client is gone. */
+export function onClientGone(this: WithCall<DownstreamStream>): void {
   this[CALL].onClientGone();
 }
 export function onClientData(this: WithCall<DownstreamStream>, chunk: Buffer): void {

@@ -10,11 +10,11 @@
  *   idle       a connection with no open stream for `idleTimeoutMs` gets GOAWAY and is closed.
  *              Idle means no complete request, not no bytes: a client dripping one CONTINUATION
  *              frame at a time (slowloris) has no open stream and is closed like a silent one.
- *   resets     a connection whose client resets most of its calls before any answer and within
- *              EARLY_RESET_WINDOW_MS of sending them (at least EARLY_RESET_MIN_STREAMS streams,
- *              more than half of them reset early) is a Rapid
- *              Reset attacker that spreads HEADERS and RST_STREAM over several reads: it gets
- *              GOAWAY(ENHANCE_YOUR_CALM) and is closed, as Envoy and nginx do since CVE-2023-44487.
+ *   resets     a connection whose client resets most of its calls before any answer and soon
+ *              after sending them (isEarlyReset; at least EARLY_RESET_MIN_STREAMS streams, more
+ *              than half of them reset early) is a Rapid Reset attacker spreading HEADERS and
+ *              RST_STREAM over several reads: it gets GOAWAY(ENHANCE_YOUR_CALM) and is closed, as
+ *              Envoy and nginx do since CVE-2023-44487.
  * The number of streams per connection is bounded by SETTINGS_MAX_CONCURRENT_STREAMS, which the
  * server advertises (node refuses streams beyond it with RST_STREAM(REFUSED_STREAM)).
  */

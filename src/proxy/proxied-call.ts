@@ -116,8 +116,8 @@ export class ProxiedCall implements OpenCall, DispatchTurn, StreamFaultSink {
     }
     this.openCalls?.add(this);
     const downstream = this.downstream;
-    downstream.on('close', listeners.onClientClose);
-    downstream.on('aborted', listeners.onClientAborted);
+    downstream.on('close', listeners.onClientGone);
+    downstream.on('aborted', listeners.onClientGone);
     this.armDeadline();
     if (admission.kind === 'admitted') this.awaitDispatchTurn(admission.permit);
     else this.ticket = admission.ticket;

@@ -33,6 +33,15 @@ async function sidecarFor(upstream: string, args: string[] = [], env: Record<str
   return sidecar;
 }
 
+/** The in-process test engine behind a sidecar that reports ready; both stopped after the test. */
+async function readySidecarOverTestEngine(args: string[] = []): Promise<{ engine: TestEngine; sidecar: SidecarProcess }> {
+  const engine = await startTestEngine();
+  cleanups.push(() => engine.close());
+  const sidecar = await sidecarFor(engine.address, args);
+  await waitFor(async () => (await sidecar.get('/ready')).status === 200, 'ready', 10_000);
+  return { engine, sidecar };
+}
+
 function clientFor(sidecar: SidecarProcess): TestEngineClient {
   const client = testEngineClient(sidecar.address);
   cleanups.push(() => client.close());
@@ -269,10 +278,7 @@ describe('an engine that resets or stalls streams', () => {
   });
 
   it('ends a call whose engine answered and then hung with DEADLINE_EXCEEDED, and frees its slot', async () => {
-    const engine: TestEngine = await startTestEngine();
-    cleanups.push(() => engine.close());
-    const sidecar = await sidecarFor(engine.address);
-    await waitFor(async () => (await sidecar.get('/ready')).status === 200, 'ready', 10_000);
+    const { engine, sidecar } = await readySidecarOverTestEngine();
     const wire = await H2Wire.connect(sidecar.port);
     cleanups.push(() => wire.destroy());
     const ids = Array.from({ length: N }, () =>
@@ -291,10 +297,7 @@ describe('an engine that resets or stalls streams', () => {
 
 describe("the sidecar's own signals", () => {
   it('keeps serving after SIGHUP, and logs it', async () => {
-    const engine = await startTestEngine();
-    cleanups.push(() => engine.close());
-    const sidecar = await sidecarFor(engine.address);
-    await waitFor(async () => (await sidecar.get('/ready')).status === 200, 'ready', 10_000);
+    const { engine, sidecar } = await readySidecarOverTestEngine();
     sidecar.proc.kill('SIGHUP');
     await waitFor(() => /SIGHUP/i.test(sidecar.stderr() + sidecar.stdout()) || sidecar.proc.exitCode !== null || sidecar.proc.signalCode !== null, 'a log line about SIGHUP (or the exit)', 5000);
     expectAlive(sidecar);
@@ -302,11 +305,8 @@ describe("the sidecar's own signals", () => {
   });
 
   it('ends calls cut at the end of the drain grace with UNAVAILABLE, not INTERNAL', async () => {
-    const engine = await startTestEngine();
-    cleanups.push(() => engine.close());
-    const sidecar = await sidecarFor(engine.address, ['--drain-grace-ms', '300']);
+    const { engine, sidecar } = await readySidecarOverTestEngine(['--drain-grace-ms', '300']);
     const client = clientFor(sidecar);
-    await waitFor(async () => (await sidecar.get('/ready')).status === 200, 'ready', 10_000);
     const held = Array.from({ length: 2 }, (_, i) => unary(client, 'Hold', { tag: `outlives-grace-${i}` }, { deadlineMs: 30_000 }));
     await waitFor(() => engine.held === 2, 'the calls in the engine');
     expect(await sidecar.stop('SIGTERM')).toBe(0);
@@ -316,11 +316,8 @@ describe("the sidecar's own signals", () => {
   });
 
   it('sends none of the queued calls to the engine when the drain grace ends: they are cut first', async () => {
-    const engine = await startTestEngine();
-    cleanups.push(() => engine.close());
-    const sidecar = await sidecarFor(engine.address, ['--drain-grace-ms', '300']);
+    const { engine, sidecar } = await readySidecarOverTestEngine(['--drain-grace-ms', '300']);
     const client = clientFor(sidecar);
-    await waitFor(async () => (await sidecar.get('/ready')).status === 200, 'ready', 10_000);
     const inEngine = Array.from({ length: N }, (_, i) => unary(client, 'Hold', { tag: `in-engine-${i}` }, { deadlineMs: 30_000 }));
     await waitFor(() => engine.held === N, 'N calls in the engine');
     const queued = Array.from({ length: 2 }, (_, i) => unary(client, 'Hold', { tag: `queued-${i}` }, { deadlineMs: 30_000 }));
