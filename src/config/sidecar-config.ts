@@ -250,7 +250,7 @@ function parseLoadConfig(read: OptionReader): LoadConfig {
 }
 
 /** NATS_SERVER as the nats clients take it: comma-separated nats://, tls://, ws(s):// URLs or host:port. */
-function parseNatsServers(read: OptionReader): readonly string[] | undefined {
+export function parseNatsServers(read: OptionReader): readonly string[] | undefined {
   const found = read.raw('natsUrl');
   if (!found) return undefined;
   const servers = found.value.split(',').map((s) => s.trim()).filter(Boolean);

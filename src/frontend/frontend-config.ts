@@ -1,0 +1,128 @@
+/**
+ * Parses the frontend's flags and environment into one typed, frozen FrontendConfig, collecting
+ * every problem before failing (ConfigError, exit 2), with the same reader as the sidecar. Values
+ * that Dynamo tolerates with a warning (--admission-control, a bad overload status) produce
+ * `warnings` for the command to log, not errors.
+ */
+import { parseHostPort, formatHostPort } from '../config/host-port.js';
+import { OptionReader, parseNatsServers, type Env } from '../config/sidecar-config.js';
+import type { LogLevel } from '../log.js';
+import type { Thresholds } from './routing/contracts.js';
+import { ROUTER_MODES, type RouterMode } from './routing/router.js';
+import { FRONTEND_OPTIONS, type FrontendOptionKey, type FrontendRawFlags } from './options.js';
+
+export interface FrontendConfig {
+  readonly httpHost: string;
+  readonly httpPort: number;
+  /** --worker addresses ("host:port"), whose sidecars push their load. */
+  readonly workers: readonly string[];
+  /** `undefined`: no NATS source. */
+  readonly natsServers: readonly string[] | undefined;
+  readonly namespace: string;
+  readonly component: string;
+  readonly endpoint: string;
+  readonly routerMode: RouterMode;
+  readonly routerTrackOutputBlocks: boolean;
+  readonly kvBlockSize: number;
+  /** Flag/env thresholds: apply to every model until the API changes one model's. */
+  readonly thresholds: Thresholds;
+  readonly overloadStatus: number;
+  readonly retryAfterS: number;
+  readonly overloadLeaseMs: number;
+  readonly loadHeartbeatMs: number;
+  /** `undefined`: the simulated engine's whitespace tokenizer. */
+  readonly tokenizerPath: string | undefined;
+  readonly maxBodyBytes: number;
+  readonly adminApi: boolean;
+  readonly logLevel: LogLevel;
+  /** Accepted-but-ignored settings and fallbacks, to log at startup. */
+  readonly warnings: readonly string[];
+}
+
+export const DEFAULT_HTTP_PORT = 8000;
+export const DEFAULT_OVERLOAD_STATUS = 529;
+export const DEFAULT_RETRY_AFTER_S = 1;
+/** Dynamo's PR 14210 gave the worker-overloaded mark a 1 s lease; we keep its length. */
+export const DEFAULT_OVERLOAD_LEASE_MS = 1000;
+export const DEFAULT_FRONTEND_HEARTBEAT_MS = 1000;
+export const DEFAULT_MAX_BODY_BYTES = 8 * 1024 * 1024;
+const LOG_LEVELS: readonly LogLevel[] = ['debug', 'info', 'warn', 'error'];
+
+export function parseFrontendConfig(flags: FrontendRawFlags, env: Env): FrontendConfig {
+  const { workers, ...scalarFlags } = flags;
+  const read = new OptionReader(scalarFlags, env, FRONTEND_OPTIONS);
+  const key = (k: FrontendOptionKey): string => k;
+  const warnings: string[] = [];
+  const admission = read.raw(key('admissionControl'));
+  if (admission) warnings.push(`${admission.source}=${admission.value} has no effect and is ignored: busy rejection is on exactly when a threshold is set`);
+
+  const config: FrontendConfig = {
+    httpHost: read.string(key('httpHost'), '0.0.0.0'),
+    httpPort: read.integer(key('httpPort'), 0, 65535, DEFAULT_HTTP_PORT),
+    workers: parseWorkers(read, workers),
+    natsServers: parseNatsServers(read),
+    namespace: read.string(key('namespace'), 'dynamo'),
+    component: read.string(key('component'), 'backend'),
+    endpoint: read.string(key('endpoint'), 'generate'),
+    routerMode: read.choice(key('routerMode'), ROUTER_MODES, 'least-loaded'),
+    routerTrackOutputBlocks: read.boolean(key('routerTrackOutputBlocks')),
+    kvBlockSize: read.integer(key('kvBlockSize'), 1, 1 << 20, 16),
+    thresholds: Object.freeze({
+      active_decode_blocks_threshold: threshold(read, key('activeDecodeBlocksThreshold'), 'fraction'),
+      active_prefill_tokens_threshold: threshold(read, key('activePrefillTokensThreshold'), 'integer'),
+      active_prefill_tokens_threshold_frac: threshold(read, key('activePrefillTokensThresholdFrac'), 'non-negative'),
+    }),
+    overloadStatus: overloadStatus(read, warnings),
+    retryAfterS: read.integer(key('retryAfterS'), 0, 86_400, DEFAULT_RETRY_AFTER_S),
+    overloadLeaseMs: read.integer(key('overloadLeaseMs'), 1, 3_600_000, DEFAULT_OVERLOAD_LEASE_MS),
+    loadHeartbeatMs: read.integer(key('loadHeartbeatMs'), 10, 3_600_000, DEFAULT_FRONTEND_HEARTBEAT_MS),
+    tokenizerPath: read.raw(key('tokenizer'))?.value.trim() || undefined,
+    maxBodyBytes: read.integer(key('maxBodyBytes'), 1024, 1 << 30, DEFAULT_MAX_BODY_BYTES),
+    adminApi: !read.boolean(key('disableAdminApi')),
+    logLevel: read.choice(key('logLevel'), LOG_LEVELS, 'info'),
+    warnings: Object.freeze(warnings),
+  };
+  read.check();
+  return Object.freeze(config);
+}
+
+/** A threshold: unset or "None" -> null (check off); else a number in the kind's range. */
+function threshold(read: OptionReader, key: string, kind: 'fraction' | 'integer' | 'non-negative'): number | null {
+  const found = read.raw(key);
+  if (!found || found.value.trim().toLowerCase() === 'none') return null;
+  const text = found.value.trim();
+  const value = kind === 'integer' ? (/^\d+$/.test(text) ? Number(text) : NaN) : /^\d*\.?\d+(?:[eE][-+]?\d+)?$/.test(text) ? Number(text) : NaN;
+  const ok = Number.isFinite(value) && value >= 0 && (kind !== 'fraction' || value <= 1) && (kind !== 'integer' || Number.isSafeInteger(value));
+  if (ok) return value;
+  const expected = { fraction: 'a number in 0..1', integer: 'an integer >= 0', 'non-negative': 'a number >= 0' }[kind];
+  read.problems.push(`${found.source} must be ${expected} or "None", got "${found.value}"`);
+  return null;
+}
+
+/** Dynamo's rule: 200-999 accepted; 1xx, unparseable or out of range -> 529, with a warning. */
+function overloadStatus(read: OptionReader, warnings: string[]): number {
+  const found = read.raw('overloadStatus');
+  if (!found) return DEFAULT_OVERLOAD_STATUS;
+  const text = found.value.trim();
+  const value = /^\d+$/.test(text) ? Number(text) : NaN;
+  if (value >= 200 && value <= 999) return value;
+  warnings.push(`${found.source}="${found.value}" is not an HTTP status in 200-999; using ${DEFAULT_OVERLOAD_STATUS}`);
+  return DEFAULT_OVERLOAD_STATUS;
+}
+
+function parseWorkers(read: OptionReader, flagValues: readonly string[] | undefined): readonly string[] {
+  const spec = FRONTEND_OPTIONS.workers;
+  const fromFlags = flagValues !== undefined && flagValues.length > 0;
+  const values = fromFlags ? flagValues.flatMap((v) => v.split(',')) : (read.raw('workers')?.value.split(',') ?? []);
+  const source = fromFlags ? '--worker' : spec.env;
+  const addresses: string[] = [];
+  for (const value of values.map((v) => v.trim()).filter(Boolean)) {
+    const parsed = parseHostPort(value, false);
+    if (typeof parsed === 'string') read.problems.push(`${source}: ${parsed}`);
+    else {
+      const address = formatHostPort(parsed);
+      if (!addresses.includes(address)) addresses.push(address);
+    }
+  }
+  return Object.freeze(addresses);
+}

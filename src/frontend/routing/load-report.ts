@@ -1,0 +1,89 @@
+/**
+ * One worker rank's load as the frontend reads it, from either source: a JSON load event on
+ * NATS or an update of the sidecar's WorkerLoad.Watch push stream. Both go through
+ * `parseRankReport`, so the two sources cannot disagree on what a field means.
+ *
+ * Tolerant where Dynamo is: every load number is optional (a Dynamo ActiveLoad carries only
+ * worker_id, dp_rank and some of the three counters). Strict where a wrong value would route
+ * wrongly: worker_id must be an unsigned integer (number or decimal string, u64 ids exceed JSON's
+ * safe integers), counters must be finite and >= 0, the address must be host:port.
+ */
+
+export interface RankReport {
+  /** Decimal string: u64 ids beyond 2^53 stay exact. */
+  readonly workerId: string;
+  readonly dpRank: number;
+  readonly activeDecodeBlocks: number | undefined;
+  readonly activePrefillTokens: number | undefined;
+  readonly kvUsedBlocks: number | undefined;
+  readonly kvTotalBlocks: number | undefined;
+  readonly maxNumBatchedTokens: number | undefined;
+  /** The sidecar's own flag: its gate is full or it just rejected a call. */
+  readonly overloaded: boolean;
+  readonly draining: boolean;
+  readonly model: string | undefined;
+  readonly grpcAddress: string | undefined;
+  readonly heartbeatMs: number | undefined;
+  /** Calls in the engine and queued at the sidecar, when it says (least-loaded routing). */
+  readonly engineRequest: number | undefined;
+  readonly requestQueue: number | undefined;
+}
+
+export class InvalidLoadReportError extends Error {
+  override readonly name = 'InvalidLoadReportError';
+}
+
+const HOST_PORT = /^(?:\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9._-]+):(\d{1,5})$/;
+
+function optionalCount(record: Record<string, unknown>, field: string): number | undefined {
+  const value = record[field];
+  if (value === undefined || value === null) return undefined;
+  const n = typeof value === 'string' && /^\d+$/.test(value) ? Number(value) : value;
+  if (typeof n !== 'number' || !Number.isFinite(n) || n < 0) throw new InvalidLoadReportError(`${field} must be a number >= 0, got ${JSON.stringify(value)}`);
+  return n;
+}
+
+function optionalString(record: Record<string, unknown>, field: string): string | undefined {
+  const value = record[field];
+  if (value === undefined || value === null || value === '') return undefined;
+  if (typeof value !== 'string') throw new InvalidLoadReportError(`${field} must be a string, got ${JSON.stringify(value)}`);
+  return value;
+}
+
+function workerIdOf(value: unknown): string {
+  if (typeof value === 'number' && Number.isSafeInteger(value) && value >= 0) return String(value);
+  if (typeof value === 'string' && /^\d{1,20}$/.test(value) && BigInt(value) < 2n ** 64n) return BigInt(value).toString();
+  if (typeof value === 'bigint' && value >= 0n && value < 2n ** 64n) return value.toString();
+  throw new InvalidLoadReportError(`worker_id must be an unsigned 64-bit integer, got ${JSON.stringify(typeof value === 'bigint' ? String(value) : value)}`);
+}
+
+/** Parses one rank's event (snake_case wire fields); throws InvalidLoadReportError naming the field. */
+export function parseRankReport(value: unknown): RankReport {
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) throw new InvalidLoadReportError('a load event must be a JSON object');
+  const record = value as Record<string, unknown>;
+  const workerId = workerIdOf(record['worker_id']);
+  const dpRank = optionalCount(record, 'dp_rank') ?? 0;
+  if (!Number.isInteger(dpRank) || dpRank > 65535) throw new InvalidLoadReportError(`dp_rank must be an integer in 0..65535, got ${JSON.stringify(record['dp_rank'])}`);
+  const grpcAddress = optionalString(record, 'grpc_address');
+  if (grpcAddress !== undefined) {
+    const match = HOST_PORT.exec(grpcAddress);
+    if (!match || Number(match[1]) < 1 || Number(match[1]) > 65535) throw new InvalidLoadReportError(`grpc_address must be host:port, got ${JSON.stringify(grpcAddress)}`);
+  }
+  const heartbeatMs = optionalCount(record, 'heartbeat_ms');
+  return {
+    workerId,
+    dpRank,
+    activeDecodeBlocks: optionalCount(record, 'active_decode_blocks'),
+    activePrefillTokens: optionalCount(record, 'active_prefill_tokens'),
+    kvUsedBlocks: optionalCount(record, 'kv_used_blocks'),
+    kvTotalBlocks: optionalCount(record, 'kv_total_blocks'),
+    maxNumBatchedTokens: optionalCount(record, 'max_num_batched_tokens'),
+    overloaded: record['overloaded'] === true,
+    draining: record['draining'] === true,
+    model: optionalString(record, 'model'),
+    grpcAddress,
+    heartbeatMs: heartbeatMs === undefined || heartbeatMs === 0 ? undefined : heartbeatMs,
+    engineRequest: optionalCount(record, 'engine_request'),
+    requestQueue: optionalCount(record, 'request_queue'),
+  };
+}

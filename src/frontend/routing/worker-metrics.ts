@@ -1,0 +1,64 @@
+/**
+ * The frontend's view of its workers as Prometheus gauges, read from the pool at scrape time
+ * (so a forgotten worker's series disappear with it): Dynamo's per-rank load gauges, and busy
+ * and routable workers per model. Request metrics live in frontend-metrics.ts.
+ */
+import { Gauge, type Registry } from 'prom-client';
+import type { WorkerRouter } from './router.js';
+import type { WorkerPool } from './worker-pool.js';
+
+export function registerWorkerMetrics(registry: Registry, pool: WorkerPool, router: WorkerRouter, now: () => number): void {
+  new Gauge({
+    name: 'dynamo_frontend_worker_active_decode_blocks',
+    help: 'Latest active decode blocks (kv_used_blocks when the worker reports it) per worker and dp rank; absent when stale.',
+    labelNames: ['worker_id', 'dp_rank'],
+    registers: [registry],
+    collect() {
+      this.reset();
+      const t = now();
+      for (const worker of pool.all()) {
+        for (const [rank, state] of worker.ranks) {
+          const report = pool.freshReport(worker, state, t);
+          const value = report?.kvUsedBlocks ?? report?.activeDecodeBlocks;
+          if (value !== undefined) this.set({ worker_id: worker.workerId, dp_rank: String(rank) }, value);
+        }
+      }
+    },
+  });
+  new Gauge({
+    name: 'dynamo_frontend_worker_active_prefill_tokens',
+    help: 'Latest active prefill tokens per worker and dp rank; absent when stale.',
+    labelNames: ['worker_id', 'dp_rank'],
+    registers: [registry],
+    collect() {
+      this.reset();
+      const t = now();
+      for (const worker of pool.all()) {
+        for (const [rank, state] of worker.ranks) {
+          const value = pool.freshReport(worker, state, t)?.activePrefillTokens;
+          if (value !== undefined) this.set({ worker_id: worker.workerId, dp_rank: String(rank) }, value);
+        }
+      }
+    },
+  });
+  new Gauge({
+    name: 'dynamo_frontend_workers',
+    help: 'Workers that can take traffic (known, reachable, not draining), per model.',
+    labelNames: ['model'],
+    registers: [registry],
+    collect() {
+      this.reset();
+      for (const [model, { workers }] of router.busySummary()) this.set({ model }, workers);
+    },
+  });
+  new Gauge({
+    name: 'dynamo_frontend_busy_workers',
+    help: 'Of the workers that can take traffic, those busy by the configured thresholds (all ranks busy), per model.',
+    labelNames: ['model'],
+    registers: [registry],
+    collect() {
+      this.reset();
+      for (const [model, { busy }] of router.busySummary()) this.set({ model }, busy);
+    },
+  });
+}

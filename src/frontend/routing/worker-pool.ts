@@ -1,0 +1,163 @@
+/**
+ * The workers this frontend knows and their latest load, one entry per worker_id.
+ *
+ * Lifecycle of an entry (times in units of the worker's own heartbeat, from its events, else
+ * the configured default):
+ *   first report            -> known (routable once it has a model and an address)
+ *   no report for > 3 beats -> its load is stale: unknown, which the busy rules treat as free
+ *   no report for > 10 beats -> forgotten (NATS workers only; --worker ones stay, see below)
+ * While a source is down (NATS disconnected) its workers are neither stale-judged busy nor
+ * forgotten: a broker outage must not empty the pool. On reconnect each gets a fresh window.
+ *
+ * Leases, all with the same length (--overload-lease-ms, default 1 s):
+ * - overloaded: set by a RESOURCE_EXHAUSTED from the worker's sidecar or by an event whose
+ *   `overloaded` flag is true; cleared early by the next event with the flag false. Dynamo's
+ *   mark had no expiry (its issues 12138, 14213: an idle worker stayed busy forever).
+ * - unreachable: set by an UNAVAILABLE; cleared early by the next push update (which proves the
+ *   address answers), not by a NATS event (which does not).
+ * A push-sourced worker whose stream is down is not routable until the stream is back.
+ */
+import type { RankReport } from './load-report.js';
+
+export type LoadSource = 'nats' | 'push';
+
+export const STALE_AFTER_HEARTBEATS = 3;
+export const FORGET_AFTER_HEARTBEATS = 10;
+
+export interface RankState {
+  report: RankReport;
+  receivedAt: number;
+  /** Attempts this frontend has in flight at this rank, and their KV blocks. */
+  inFlight: number;
+  inFlightBlocks: number;
+}
+
+export interface WorkerState {
+  readonly workerId: string;
+  readonly source: LoadSource;
+  address: string | undefined;
+  model: string | undefined;
+  heartbeatMs: number;
+  readonly ranks: Map<number, RankState>;
+  lastSeen: number;
+  draining: boolean;
+  overloadedUntil: number;
+  unreachableUntil: number;
+  /** Push source only: the Watch stream is up. */
+  connected: boolean;
+  inFlight: number;
+}
+
+export interface WorkerPoolOptions {
+  /** Heartbeat assumed for workers whose events do not say (Dynamo's own events). */
+  readonly defaultHeartbeatMs: number;
+  readonly leaseMs: number;
+}
+
+export class WorkerPool {
+  private readonly workers = new Map<string, WorkerState>();
+  private readonly sourceDown = new Set<LoadSource>();
+
+  constructor(private readonly options: WorkerPoolOptions) {}
+
+  get size(): number {
+    return this.workers.size;
+  }
+
+  all(): IterableIterator<WorkerState> {
+    return this.workers.values();
+  }
+
+  get(workerId: string): WorkerState | undefined {
+    return this.workers.get(workerId);
+  }
+
+  /**
+   * Applies one rank's report. `address` overrides the advertised one (a --worker address is
+   * where this frontend actually reached the sidecar).
+   */
+  apply(report: RankReport, now: number, source: LoadSource, address?: string): WorkerState {
+    let worker = this.workers.get(report.workerId);
+    if (!worker) {
+      worker = {
+        workerId: report.workerId,
+        source,
+        address: undefined,
+        model: undefined,
+        heartbeatMs: this.options.defaultHeartbeatMs,
+        ranks: new Map(),
+        lastSeen: now,
+        draining: false,
+        overloadedUntil: 0,
+        unreachableUntil: 0,
+        connected: true,
+        inFlight: 0,
+      };
+      this.workers.set(report.workerId, worker);
+    }
+    worker.address = address ?? report.grpcAddress ?? worker.address;
+    worker.model = report.model ?? worker.model;
+    worker.heartbeatMs = report.heartbeatMs ?? worker.heartbeatMs;
+    worker.lastSeen = now;
+    worker.draining = report.draining;
+    worker.overloadedUntil = report.overloaded ? now + this.options.leaseMs : 0;
+    if (source === 'push') {
+      worker.connected = true;
+      worker.unreachableUntil = 0;
+    }
+    const rank = worker.ranks.get(report.dpRank);
+    if (rank) {
+      rank.report = report;
+      rank.receivedAt = now;
+    } else worker.ranks.set(report.dpRank, { report, receivedAt: now, inFlight: 0, inFlightBlocks: 0 });
+    return worker;
+  }
+
+  /** The report of a rank if it is fresh, else undefined (unknown load = free). */
+  freshReport(worker: WorkerState, rank: RankState, now: number): RankReport | undefined {
+    if (this.sourceDown.has(worker.source) && worker.source === 'nats') return undefined;
+    return now - rank.receivedAt > STALE_AFTER_HEARTBEATS * worker.heartbeatMs ? undefined : rank.report;
+  }
+
+  markOverloaded(workerId: string, now: number): void {
+    const worker = this.workers.get(workerId);
+    if (worker) worker.overloadedUntil = now + this.options.leaseMs;
+  }
+
+  markUnreachable(workerId: string, now: number): void {
+    const worker = this.workers.get(workerId);
+    if (worker) worker.unreachableUntil = now + this.options.leaseMs;
+  }
+
+  /** A push stream ended: the worker stays known but is not routable until it is back. */
+  disconnected(workerId: string): void {
+    const worker = this.workers.get(workerId);
+    if (worker) worker.connected = false;
+  }
+
+  /** Can take traffic now (before busy rules): address, model, reachable, not draining. */
+  routable(worker: WorkerState, now: number): boolean {
+    return worker.address !== undefined && worker.model !== undefined && (worker.source !== 'push' || worker.connected) && !worker.draining && worker.unreachableUntil <= now;
+  }
+
+  /** A source went down or came back; coming back restarts every silence window of its workers. */
+  setSourceUp(source: LoadSource, up: boolean, now: number): void {
+    if (up) {
+      if (!this.sourceDown.delete(source)) return;
+      for (const worker of this.workers.values()) if (worker.source === source) worker.lastSeen = Math.max(worker.lastSeen, now);
+    } else this.sourceDown.add(source);
+  }
+
+  /** Forgets NATS workers silent for FORGET_AFTER_HEARTBEATS while NATS is up; returns their ids. */
+  sweep(now: number): string[] {
+    if (this.sourceDown.has('nats')) return [];
+    const forgotten: string[] = [];
+    for (const worker of this.workers.values()) {
+      if (worker.source === 'nats' && now - worker.lastSeen > FORGET_AFTER_HEARTBEATS * worker.heartbeatMs) {
+        this.workers.delete(worker.workerId);
+        forgotten.push(worker.workerId);
+      }
+    }
+    return forgotten;
+  }
+}

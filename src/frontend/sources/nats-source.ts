@@ -1,0 +1,151 @@
+/**
+ * Reads the sidecars' load events from NATS (one JSON event per rank, on
+ * namespace.{ns}.component.{component}.endpoint.{endpoint}.kv_metrics, the subject and escaping
+ * the sidecar publishes with) into the worker pool.
+ *
+ * A broker that is down at startup does not block startup: the first connect retries in the
+ * background, and after that nats.js reconnects forever and re-subscribes by itself. While
+ * disconnected the pool is told the source is down: load from NATS workers counts as unknown
+ * (free) and no worker is forgotten, so routing goes on, protected by the sidecars' own caps.
+ * A malformed event is counted and logged (the first, then one in 1000), never applied.
+ */
+import { connect as natsConnect, type NatsConnection, type NodeConnectionOptions } from '@nats-io/transport-node';
+import type { Logger } from '../../log.js';
+import { loadSubject } from '../../load/publisher.js';
+import { InvalidLoadReportError, parseRankReport } from '../routing/load-report.js';
+import type { WorkerPool } from '../routing/worker-pool.js';
+
+export interface NatsLoadSourceOptions {
+  readonly servers: readonly string[];
+  readonly namespace: string;
+  readonly component: string;
+  readonly endpoint: string;
+  readonly pool: WorkerPool;
+  readonly now: () => number;
+  readonly logger: Logger;
+  /** Called after each applied event (e.g. to refresh gauges). */
+  readonly onApplied?: () => void;
+  readonly connect?: (options: NodeConnectionOptions) => Promise<NatsConnection>;
+}
+
+export class NatsLoadSource {
+  readonly subject: string;
+  readonly stats = { events: 0, invalid: 0, connects: 0, disconnects: 0 };
+  private nc: NatsConnection | undefined;
+  private closing = false;
+  private wake: (() => void) | undefined;
+  private connectedValue = false;
+
+  constructor(private readonly options: NatsLoadSourceOptions) {
+    this.subject = loadSubject(options.namespace, options.component, options.endpoint);
+  }
+
+  get connected(): boolean {
+    return this.connectedValue;
+  }
+
+  start(): void {
+    // Down until the first connect: NATS workers (none yet) are not judged on old news.
+    this.options.pool.setSourceUp('nats', false, this.options.now());
+    void this.connectLoop();
+  }
+
+  async close(): Promise<void> {
+    this.closing = true;
+    this.wake?.();
+    const nc = this.nc;
+    this.nc = undefined;
+    if (nc && !nc.isClosed()) await nc.close().catch(() => undefined);
+  }
+
+  /** Applies one raw message; exposed for tests. */
+  handle(data: Uint8Array): void {
+    let report;
+    try {
+      report = parseRankReport(JSON.parse(Buffer.from(data).toString('utf8')));
+    } catch (err) {
+      this.stats.invalid++;
+      if (this.stats.invalid % 1000 === 1) {
+        const reason = err instanceof InvalidLoadReportError || err instanceof SyntaxError ? err.message : String(err);
+        this.options.logger.warn('ignoring a malformed load event', { subject: this.subject, reason, invalid_so_far: this.stats.invalid });
+      }
+      return;
+    }
+    this.stats.events++;
+    const known = this.options.pool.get(report.workerId) !== undefined;
+    const worker = this.options.pool.apply(report, this.options.now(), 'nats');
+    if (!known) this.options.logger.info('worker appeared', { worker_id: worker.workerId, model: worker.model, address: worker.address, source: 'nats' });
+    this.options.onApplied?.();
+  }
+
+  private setConnected(connected: boolean, fields: Record<string, unknown> = {}): void {
+    if (this.connectedValue === connected) return;
+    this.connectedValue = connected;
+    this.options.pool.setSourceUp('nats', connected, this.options.now());
+    if (connected) {
+      this.stats.connects++;
+      this.options.logger.info('NATS connected: reading load events', { subject: this.subject, ...fields });
+    } else {
+      this.stats.disconnects++;
+      this.options.logger.warn('NATS disconnected: worker load unknown (treated as free) until reconnection', fields);
+    }
+  }
+
+  private async connectLoop(): Promise<void> {
+    const connectFn = this.options.connect ?? natsConnect;
+    for (let attempt = 0; !this.closing; attempt++) {
+      try {
+        const nc = await connectFn({
+          servers: [...this.options.servers],
+          name: 'dynamo-sidecar-frontend',
+          maxReconnectAttempts: -1,
+          reconnectTimeWait: 1000,
+          reconnectJitter: 500,
+          pingInterval: 2000,
+          maxPingOut: 2,
+          waitOnFirstConnect: false,
+          timeout: 5000,
+        });
+        if (this.closing) {
+          await nc.close();
+          return;
+        }
+        this.attach(nc);
+        return;
+      } catch (err) {
+        if (attempt === 0) this.options.logger.warn('NATS not reachable, retrying in the background', { servers: this.options.servers, error: (err as Error).message });
+        await this.sleep(Math.min(1000, 100 * 2 ** attempt) + Math.random() * 500);
+      }
+    }
+  }
+
+  private attach(nc: NatsConnection): void {
+    this.nc = nc;
+    nc.subscribe(this.subject, { callback: (err, msg) => (err ? undefined : this.handle(msg.data)) });
+    this.setConnected(true, { server: nc.getServer() });
+    void (async () => {
+      for await (const s of nc.status()) {
+        if (s.type === 'disconnect') this.setConnected(false, { server: s.server });
+        else if (s.type === 'reconnect') this.setConnected(true, { server: s.server });
+      }
+    })();
+    void nc.closed().then(() => {
+      if (this.closing || this.nc !== nc) return;
+      this.nc = undefined;
+      this.setConnected(false);
+      void this.connectLoop();
+    });
+  }
+
+  private sleep(ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      const timer = setTimeout(done, ms);
+      timer.unref();
+      function done(): void {
+        clearTimeout(timer);
+        resolve();
+      }
+      this.wake = done;
+    });
+  }
+}

@@ -1,0 +1,163 @@
+/**
+ * The broker-less load source: for each --worker address, a WorkerLoad.Watch stream to the
+ * sidecar there (proto/dynamo/sidecar/v1/worker_load.proto). The sidecar pushes its ranks at
+ * once, on every change and at least every heartbeat; each update goes through the same
+ * parseRankReport as a NATS event, with the --worker address as the routing address.
+ *
+ * A stream that ends or fails (sidecar restarting, unreachable) makes the worker unroutable
+ * until a new stream delivers an update; reconnection backs off from 100 ms to 2 s. A stream
+ * that stays open but goes silent for 3 heartbeats is cancelled and reopened (a hung sidecar
+ * must not look alive because its TCP connection is).
+ */
+import * as grpc from '@grpc/grpc-js';
+import * as protoLoader from '@grpc/proto-loader';
+import { join } from 'node:path';
+import type { Logger } from '../../log.js';
+import { PROTO_DIR } from '../../proto-path.js';
+import { parseRankReport } from '../routing/load-report.js';
+import { STALE_AFTER_HEARTBEATS, type WorkerPool } from '../routing/worker-pool.js';
+
+export const WORKER_LOAD_SERVICE = 'dynamo.sidecar.v1.WorkerLoad';
+
+interface WatchClient extends grpc.Client {
+  Watch(request: object, options?: grpc.CallOptions): grpc.ClientReadableStream<{ ranks: unknown[] }>;
+}
+
+let clientCtor: grpc.ServiceClientConstructor | undefined;
+
+/** Client constructor of dynamo.sidecar.v1.WorkerLoad (loaded once; u64 fields arrive as decimal strings, unset proto3 optionals stay absent). */
+export function workerLoadClientCtor(): grpc.ServiceClientConstructor {
+  if (!clientCtor) {
+    const definition = protoLoader.loadSync(join(PROTO_DIR, 'dynamo/sidecar/v1/worker_load.proto'), { keepCase: true, longs: String, defaults: true, oneofs: true });
+    const pkg = grpc.loadPackageDefinition(definition) as unknown as { dynamo: { sidecar: { v1: { WorkerLoad: grpc.ServiceClientConstructor } } } };
+    clientCtor = pkg.dynamo.sidecar.v1.WorkerLoad;
+  }
+  return clientCtor;
+}
+
+export interface PushLoadSourceOptions {
+  readonly addresses: readonly string[];
+  readonly pool: WorkerPool;
+  readonly now: () => number;
+  readonly logger: Logger;
+  /** Heartbeat assumed before the first update says the sidecar's own. */
+  readonly defaultHeartbeatMs: number;
+  readonly onApplied?: () => void;
+}
+
+/** One --worker address and its stream. */
+class WorkerWatch {
+  private client: WatchClient;
+  private call: grpc.ClientReadableStream<{ ranks: unknown[] }> | undefined;
+  private workerIds = new Set<string>();
+  private retryTimer: NodeJS.Timeout | undefined;
+  private silenceTimer: NodeJS.Timeout | undefined;
+  private failures = 0;
+  private closed = false;
+  private heartbeatMs: number;
+  /** Logged once per outage, not per attempt. */
+  private reportedDown = false;
+
+  constructor(
+    readonly address: string,
+    private readonly options: PushLoadSourceOptions,
+  ) {
+    const Ctor = workerLoadClientCtor();
+    this.client = new Ctor(address, grpc.credentials.createInsecure(), { 'grpc.initial_reconnect_backoff_ms': 100, 'grpc.max_reconnect_backoff_ms': 2000 }) as unknown as WatchClient;
+    this.heartbeatMs = options.defaultHeartbeatMs;
+  }
+
+  get connected(): boolean {
+    return [...this.workerIds].some((id) => this.options.pool.get(id)?.connected === true);
+  }
+
+  open(): void {
+    if (this.closed) return;
+    const call = this.client.Watch({});
+    this.call = call;
+    this.armSilence();
+    call.on('data', (update: { ranks?: unknown[] }) => {
+      if (this.call !== call) return;
+      this.failures = 0;
+      this.armSilence();
+      const now = this.options.now();
+      for (const raw of update.ranks ?? []) {
+        let report;
+        try {
+          report = parseRankReport(raw);
+        } catch (err) {
+          this.options.logger.warn('ignoring a malformed load update', { address: this.address, reason: (err as Error).message });
+          continue;
+        }
+        const known = this.options.pool.get(report.workerId) !== undefined;
+        const worker = this.options.pool.apply(report, now, 'push', this.address);
+        this.heartbeatMs = worker.heartbeatMs;
+        this.workerIds.add(worker.workerId);
+        if (!known || this.reportedDown) {
+          this.options.logger.info(known ? 'worker reachable again' : 'worker appeared', { worker_id: worker.workerId, model: worker.model, address: this.address, source: 'push' });
+          this.reportedDown = false;
+        }
+      }
+      this.options.onApplied?.();
+    });
+    call.on('error', (err: grpc.ServiceError) => this.lost(call, `${grpc.status[err.code] ?? err.code}: ${err.details}`));
+    call.on('end', () => this.lost(call, 'stream ended'));
+  }
+
+  private armSilence(): void {
+    clearTimeout(this.silenceTimer);
+    this.silenceTimer = setTimeout(() => {
+      const call = this.call;
+      if (!call) return;
+      this.lost(call, `no update for ${STALE_AFTER_HEARTBEATS} heartbeats`);
+      call.cancel();
+    }, STALE_AFTER_HEARTBEATS * this.heartbeatMs);
+    this.silenceTimer.unref();
+  }
+
+  private lost(call: grpc.ClientReadableStream<unknown>, reason: string): void {
+    if (this.call !== call || this.closed) return;
+    this.call = undefined;
+    clearTimeout(this.silenceTimer);
+    for (const id of this.workerIds) this.options.pool.disconnected(id);
+    if (!this.reportedDown) {
+      this.reportedDown = true;
+      this.options.logger.warn('worker load stream lost: worker not routable until it is back', { address: this.address, reason });
+    }
+    this.options.onApplied?.();
+    const delay = Math.min(2000, 100 * 2 ** this.failures++);
+    this.retryTimer = setTimeout(() => this.open(), delay);
+    this.retryTimer.unref();
+  }
+
+  close(): void {
+    this.closed = true;
+    clearTimeout(this.retryTimer);
+    clearTimeout(this.silenceTimer);
+    const call = this.call;
+    this.call = undefined;
+    call?.cancel();
+    this.client.close();
+  }
+}
+
+export class PushLoadSource {
+  private readonly watches: WorkerWatch[];
+
+  constructor(options: PushLoadSourceOptions) {
+    this.watches = options.addresses.map((address) => new WorkerWatch(address, options));
+  }
+
+  start(): void {
+    for (const watch of this.watches) watch.open();
+  }
+
+  /** Addresses whose stream is up, for logs and /ready. */
+  connectedAddresses(): string[] {
+    return this.watches.filter((w) => w.connected).map((w) => w.address);
+  }
+
+  close(): void {
+    for (const watch of this.watches) watch.close();
+  }
+}
