@@ -1,12 +1,16 @@
 /**
- * dynamo-sidecar CLI: `run` (the default: the sidecar, or the demo without --upstream), `engine`
- * (the simulated vLLM engine) and `load` (the load client). Usage errors exit 2 with one line
+ * dynamo-sidecar CLI: `run` (the default: the sidecar, or the sidecar-only demo without
+ * --upstream), `frontend` (the OpenAI-compatible router; also the `dynamo-frontend` bin), `demo`
+ * (the whole system on one machine), `engine` (the simulated vLLM engine) and `load` (the load
+ * client). Usage errors exit 2 with one line
  * naming the offending flag or variable; --help exits 0.
  */
 import { Command } from 'commander';
 import { registerEngineCommand } from '../engine/command.js';
+import { registerFrontendCommand } from '../frontend/command.js';
 import { registerLoadCommand } from '../loadgen/command.js';
 import { applyUsageExit, processIo, type CommandIo } from './command-io.js';
+import { registerDemoCommand } from './demo-command.js';
 import { RUN_HELP_EPILOGUE, registerRunCommand } from './run-command.js';
 
 export function buildProgram(io: CommandIo): Command {
@@ -15,6 +19,8 @@ export function buildProgram(io: CommandIo): Command {
     .showHelpAfterError('(run with --help for usage)');
   applyUsageExit(program, io);
   const run = registerRunCommand(program, io);
+  registerFrontendCommand(program, io);
+  registerDemoCommand(program, io);
   registerEngineCommand(program, io);
   registerLoadCommand(program, { ...io, progress: process.stderr });
   program.addHelpText('after', () => {
@@ -35,6 +41,11 @@ export async function main(argv: readonly string[], io: CommandIo = processIo): 
   }
 }
 
+/** The `dynamo-frontend` bin is `dynamo-sidecar frontend`. */
+export function argvFor(binPath: string, args: readonly string[]): string[] {
+  return /(^|[\\/])dynamo-frontend$/.test(binPath) ? ['frontend', ...args] : [...args];
+}
+
 if (process.argv[1] !== undefined && import.meta.url.endsWith('/cli/main.js')) {
-  await main(process.argv.slice(2));
+  await main(argvFor(process.argv[1], process.argv.slice(2)));
 }

@@ -7,7 +7,7 @@ import { Command, Option } from 'commander';
 import { ConfigError } from '../config/config-error.js';
 import { describeEnvTypo, findEnvTypos } from '../config/env-typos.js';
 import { formatHostPort } from '../config/host-port.js';
-import { SIDECAR_OPTIONS, type OptionSpec, type RawFlags } from '../config/options.js';
+import { SIDECAR_OPTIONS, describeOption, envOnlyHelp, type OptionSpec, type RawFlags } from '../config/options.js';
 import { parseSidecarConfig, type SidecarConfig } from '../config/sidecar-config.js';
 import { startSimulatedEngine, type RunningEngine } from '../engine/index.js';
 import { createLogger, redactUrlCredentials, type Logger } from '../log.js';
@@ -19,21 +19,10 @@ import { StatusLine } from './status-line.js';
 export const DEMO_ENGINE_REQUEST_LIMIT = 32;
 const DEMO_STATUS_INTERVAL_MS = 5000;
 
-export function describeOption(spec: OptionSpec): string {
-  const parts = [`env ${spec.env}`];
-  if (spec.defaultText !== undefined) parts.push(`default ${spec.defaultText}`);
-  return `${spec.help} (${parts.join('; ')})`;
-}
-
-const envOnlyHelp = (Object.values(SIDECAR_OPTIONS) as OptionSpec[])
-  .filter((spec) => !spec.flag)
-  .map((spec) => `  ${spec.env}  ${spec.help}${spec.defaultText ? ` (default ${spec.defaultText})` : ''}`)
-  .join('\n');
-
 /** Shown after the run command's options, also in the top-level --help. */
 export const RUN_HELP_EPILOGUE = `
 Environment-only settings:
-${envOnlyHelp}
+${envOnlyHelp(SIDECAR_OPTIONS)}
 
 Without --upstream (or DYN_SIDECAR_UPSTREAM) the sidecar starts an embedded simulated vLLM engine
 (demo mode) with engine request limit ${DEMO_ENGINE_REQUEST_LIMIT} and queue 16 unless set otherwise.

@@ -145,3 +145,18 @@ export type SidecarOptionKey = keyof typeof SIDECAR_OPTIONS;
 
 /** Commander stores `--engine-request-limit` as `engineRequestLimit`; the table keys are those names. */
 export type RawFlags = Partial<Record<SidecarOptionKey, string | boolean | undefined>>;
+
+/** One option's --help text: its help, env twin and default. */
+export function describeOption(spec: OptionSpec): string {
+  const parts = [`env ${spec.env}`];
+  if (spec.defaultText !== undefined) parts.push(`default ${spec.defaultText}`);
+  return `${spec.help} (${parts.join('; ')})`;
+}
+
+/** The --help lines of a table's env-only settings (those without a flag). */
+export function envOnlyHelp(specs: Readonly<Record<string, OptionSpec>>): string {
+  return Object.values(specs)
+    .filter((spec) => !spec.flag)
+    .map((spec) => `  ${spec.env}  ${spec.help}${spec.defaultText ? ` (default ${spec.defaultText})` : ''}`)
+    .join('\n');
+}

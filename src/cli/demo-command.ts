@@ -1,0 +1,125 @@
+/**
+ * `dynamo-sidecar demo`: the whole system on one machine, no broker: W workers (a simulated vLLM
+ * engine behind its own sidecar each, with caps small enough that a laptop can overload them)
+ * and the frontend on :8000 reading their load over the sidecars' WorkerLoad.Watch push, with
+ * busy thresholds set. Prints what runs and the lines to try, and a status line every few
+ * seconds; SIGINT/SIGTERM stops everything.
+ */
+import type { Command } from 'commander';
+import { ConfigError } from '../config/config-error.js';
+import { parseSidecarConfig } from '../config/sidecar-config.js';
+import { startSimulatedEngine, type RunningEngine } from '../engine/index.js';
+import { parseFrontendConfig } from '../frontend/frontend-config.js';
+import { describeFrontend } from '../frontend/command.js';
+import { startFrontend, type RunningFrontend } from '../frontend/frontend.js';
+import { createLogger } from '../log.js';
+import { startSidecar, type RunningSidecar } from '../sidecar.js';
+import { USAGE_EXIT_CODE, applyUsageExit, onFirstSignal, waitForSignal, type CommandIo } from './command-io.js';
+
+/** Each demo worker: small KV and caps, so 64 concurrent requests overload two of them. */
+export const DEMO_DEFAULTS = Object.freeze({
+  workers: 2,
+  httpPort: 8000,
+  engineRequestLimit: 8,
+  requestQueueLimit: 4,
+  numGpuBlocks: 256,
+  decodeBlocksThreshold: 0.5,
+  statusIntervalMs: 5000,
+});
+
+interface DemoFlags {
+  httpPort: string;
+  workers: string;
+  engineRequestLimit: string;
+  decodeBlocksThreshold: string;
+  quiet?: boolean;
+}
+
+export function registerDemoCommand(program: Command, io: CommandIo): Command {
+  const d = DEMO_DEFAULTS;
+  const command = program
+    .command('demo')
+    .description('run the whole system on this machine, no broker: the frontend on :8000 and simulated workers (engine + sidecar each), thresholds set')
+    .option('--http-port <port>', "the frontend's HTTP port; 0 picks a free one", String(d.httpPort))
+    .option('--workers <n>', 'simulated workers (engine + sidecar each), 1..16', String(d.workers))
+    .option('--engine-request-limit <n>', `each sidecar's engine request limit N (queue Q = ${d.requestQueueLimit})`, String(d.engineRequestLimit))
+    .option('--decode-blocks-threshold <fraction>', `the frontend's --active-decode-blocks-threshold (each engine has ${d.numGpuBlocks} KV blocks)`, String(d.decodeBlocksThreshold))
+    .option('--quiet', 'no status line');
+  applyUsageExit(command, io);
+  command.action(async (flags: DemoFlags) => {
+    const workers = Number(flags.workers);
+    if (!/^\d+$/.test(flags.workers) || workers < 1 || workers > 16) {
+      io.stderr.write(`dynamo-sidecar demo: --workers must be an integer in 1..16, got "${flags.workers}"\n`);
+      return io.exit(USAGE_EXIT_CODE);
+    }
+    let frontendConfig;
+    try {
+      // Parsed by the real parsers, so a bad value gets the same message as on the real commands.
+      parseSidecarConfig({ engineRequestLimit: flags.engineRequestLimit }, {});
+      frontendConfig = parseFrontendConfig({ httpPort: flags.httpPort, activeDecodeBlocksThreshold: flags.decodeBlocksThreshold, workers: ['127.0.0.1:1'] }, {});
+    } catch (err) {
+      if (!(err instanceof ConfigError)) throw err;
+      for (const problem of err.problems) io.stderr.write(`dynamo-sidecar demo: ${problem}\n`);
+      return io.exit(USAGE_EXIT_CODE);
+    }
+    await runDemo(workers, flags, frontendConfig.httpPort, io);
+  });
+  return command;
+}
+
+async function runDemo(count: number, flags: DemoFlags, httpPort: number, io: CommandIo): Promise<void> {
+  const logger = createLogger({ level: 'warn', sink: io.stderr, base: { service: 'dynamo-demo' } });
+  const engines: RunningEngine[] = [];
+  const sidecars: RunningSidecar[] = [];
+  let frontend: RunningFrontend | undefined;
+  const stopAll = async (): Promise<void> => {
+    await frontend?.close();
+    await Promise.all(sidecars.map((s) => s.close()));
+    await Promise.all(engines.map((e) => e.close()));
+  };
+  try {
+    for (let i = 0; i < count; i++) {
+      const engine = await startSimulatedEngine({ host: '127.0.0.1', port: 0, metricsPort: 0, numGpuBlocks: DEMO_DEFAULTS.numGpuBlocks, seed: i });
+      engines.push(engine);
+      const config = parseSidecarConfig(
+        { listen: '127.0.0.1:0', systemHost: '127.0.0.1', systemPort: '0', engineRequestLimit: flags.engineRequestLimit, maxNumBatchedTokens: String(engine.options.maxNumBatchedTokens), workerId: String(i + 1) },
+        { DYN_DYNAMO_REQUEST_QUEUE_LIMIT: String(DEMO_DEFAULTS.requestQueueLimit) },
+      );
+      sidecars.push(await startSidecar(config, { logger: logger.child({ worker: i + 1 }), upstream: { host: '127.0.0.1', port: engine.grpcPort }, engineMetricsUrl: engine.metricsUrl }));
+    }
+    const workers = sidecars.map((s) => `127.0.0.1:${s.ingressPort}`);
+    const config = parseFrontendConfig({ httpPort: String(httpPort), activeDecodeBlocksThreshold: flags.decodeBlocksThreshold, workers }, {});
+    frontend = await startFrontend(config, { logger: logger.child({ component: 'frontend' }) });
+    const url = `http://127.0.0.1:${frontend.port}`;
+    io.stdout.write(
+      [
+        `dynamo-sidecar demo: frontend ${describeFrontend(config, frontend.port)}`,
+        ...sidecars.map((s, i) => `dynamo-sidecar demo: worker ${i + 1}: sidecar 127.0.0.1:${s.ingressPort} (N=${flags.engineRequestLimit}, Q=${DEMO_DEFAULTS.requestQueueLimit}, metrics http://127.0.0.1:${s.systemPort}/metrics) -> simulated engine ${engines[i]!.address} (${DEMO_DEFAULTS.numGpuBlocks} KV blocks)`),
+        'try:',
+        `  curl -s ${url}/v1/models`,
+        `  curl -s ${url}/v1/chat/completions -H 'Content-Type: application/json' -d '{"model":"${engines[0]!.options.modelName}","messages":[{"role":"user","content":"hello there"}],"max_tokens":16}'`,
+        `  curl -sN ${url}/v1/chat/completions -H 'Content-Type: application/json' -d '{"model":"${engines[0]!.options.modelName}","messages":[{"role":"user","content":"hello there"}],"max_tokens":16,"stream":true}'`,
+        `  curl -s ${url}/busy_threshold`,
+        `  ./bin/dynamo-sidecar load --openai ${url} --concurrency 64 --duration-s 20    # overload it: watch the 529s`,
+        '',
+      ].join('\n'),
+    );
+  } catch (err) {
+    await stopAll();
+    io.stderr.write(`dynamo-sidecar demo: cannot start: ${(err as Error).message}\n`);
+    return io.exit(1);
+  }
+  const status = flags.quiet
+    ? undefined
+    : setInterval(() => {
+        const parts = sidecars.map((s, i) => `w${i + 1} engine ${s.gate.inEngine} queue ${s.gate.queued} rejected ${s.counters().rejected}`);
+        const busy = [...frontend!.router.busySummary().values()].reduce((n, m) => n + m.busy, 0);
+        io.stdout.write(`demo: ${parts.join(' | ')} | busy workers ${busy}\n`);
+      }, DEMO_DEFAULTS.statusIntervalMs);
+  const signal = await waitForSignal(io);
+  clearInterval(status);
+  onFirstSignal(io, () => io.exit(1));
+  io.stdout.write(`dynamo-sidecar demo: ${signal}: stopping\n`);
+  await stopAll();
+  io.exit(0);
+}

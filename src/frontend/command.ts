@@ -1,0 +1,91 @@
+/**
+ * `dynamo-sidecar frontend` (alias bin `dynamo-frontend`): the OpenAI-compatible HTTP router.
+ * Options come from the one table in options.ts, so every flag shows its env twin and default
+ * in --help. Bad values exit 2 naming the flag or variable; a second signal exits at once.
+ */
+import { Command, Option } from 'commander';
+import { ConfigError } from '../config/config-error.js';
+import { describeEnvTypo, findEnvTypos } from '../config/env-typos.js';
+import { describeOption, envOnlyHelp, type OptionSpec } from '../config/options.js';
+import { USAGE_EXIT_CODE, applyUsageExit, keepRunningOnHangup, onFirstSignal, waitForSignal, type CommandIo } from '../cli/command-io.js';
+import { createLogger, redactUrlCredentials, type Logger } from '../log.js';
+import { parseFrontendConfig, type FrontendConfig } from './frontend-config.js';
+import { NoLoadSourceError, startFrontend, type RunningFrontend } from './frontend.js';
+import { FRONTEND_OPTIONS, type FrontendRawFlags } from './options.js';
+
+export const FRONTEND_HELP_EPILOGUE = `
+Environment-only settings:
+${envOnlyHelp(FRONTEND_OPTIONS)}
+
+A worker is busy when any configured threshold fires on all of its dp ranks; when every worker
+serving the model is busy (or refused with RESOURCE_EXHAUSTED), requests get the overload status
+(529) with Retry-After. No threshold set = no busy rejection (the sidecars' caps still apply).
+
+Examples:
+  dynamo-sidecar frontend --worker 127.0.0.1:50050 --worker 127.0.0.1:50060 --active-decode-blocks-threshold 0.85
+  NATS_SERVER=nats://127.0.0.1:4222 dynamo-frontend --router-mode kv --active-prefill-tokens-threshold 10000
+`;
+
+const collect = (value: string, previous: string[] = []): string[] => [...previous, value];
+
+export function registerFrontendCommand(program: Command, io: CommandIo): Command {
+  const command = program
+    .command('frontend')
+    .description('run the frontend: OpenAI-compatible HTTP router over the workers\' sidecars, answering 529 when every worker is busy');
+  for (const [key, spec] of Object.entries(FRONTEND_OPTIONS) as [string, OptionSpec][]) {
+    if (!spec.flag) continue;
+    const option = new Option(spec.flag, describeOption(spec));
+    command.addOption(key === 'workers' ? option.argParser(collect) : option);
+  }
+  command.addHelpText('after', FRONTEND_HELP_EPILOGUE);
+  applyUsageExit(command, io);
+  command.action(async (flags: FrontendRawFlags) => {
+    let config: FrontendConfig;
+    try {
+      config = parseFrontendConfig(flags, io.env);
+    } catch (err) {
+      if (!(err instanceof ConfigError)) throw err;
+      for (const problem of err.problems) io.stderr.write(`dynamo-frontend: ${redactUrlCredentials(problem)}\n`);
+      return io.exit(USAGE_EXIT_CODE);
+    }
+    await runFrontend(config, io);
+  });
+  return command;
+}
+
+/** One line saying what runs: used by the startup line and the demo. */
+export function describeFrontend(config: FrontendConfig, port: number): string {
+  const host = config.httpHost === '0.0.0.0' ? '127.0.0.1' : config.httpHost;
+  const sources = [config.workers.length ? `workers ${config.workers.join(',')}` : '', config.natsServers ? `nats ${config.natsServers.join(',')}` : ''].filter(Boolean).join(', ');
+  const set = Object.entries(config.thresholds).filter(([, v]) => v !== null).map(([k, v]) => `${k}=${v}`);
+  return `listening on http://${host}:${port}, ${sources}, router ${config.routerMode}, thresholds ${set.length ? set.join(' ') : 'none (busy rejection off)'}`;
+}
+
+async function runFrontend(config: FrontendConfig, io: CommandIo): Promise<void> {
+  const logger = createLogger({ level: config.logLevel, sink: io.stderr, base: { service: 'dynamo-frontend' } });
+  for (const warning of config.warnings) logger.warn(warning);
+  const knownEnv = (Object.values(FRONTEND_OPTIONS) as OptionSpec[]).map((spec) => spec.env);
+  for (const typo of findEnvTypos(io.env, knownEnv)) logger.warn(describeEnvTypo(typo), { variable: typo.name, suggestion: typo.suggestion });
+  const stopIgnoringHangup = keepRunningOnHangup(io, () => logger.warn('SIGHUP received; configuration reload is not supported, ignoring'));
+  let frontend: RunningFrontend;
+  try {
+    frontend = await startFrontend(config, { logger });
+  } catch (err) {
+    stopIgnoringHangup();
+    io.stderr.write(`dynamo-frontend: cannot start: ${redactUrlCredentials((err as Error).message)}\n`);
+    return io.exit(err instanceof NoLoadSourceError ? USAGE_EXIT_CODE : 1);
+  }
+  io.stdout.write(`dynamo-frontend: ${describeFrontend(config, frontend.port)}\n`);
+  logger.info('started', { port: frontend.port, tokenizer: frontend.tokenizer.name });
+  const signal = await waitForSignal(io);
+  onFirstSignal(io, () => io.exit(1));
+  await stopFrontend(frontend, logger, signal);
+  stopIgnoringHangup();
+  io.exit(0);
+}
+
+export async function stopFrontend(frontend: RunningFrontend, logger: Logger, signal: string): Promise<void> {
+  logger.info('shutting down', { signal });
+  await frontend.close();
+  logger.info('stopped');
+}

@@ -1,0 +1,120 @@
+/**
+ * The frontend's composition root: builds the worker pool, router, thresholds, load sources,
+ * metrics and the HTTP app from one FrontendConfig, and owns their start and stop. Everything is
+ * created here and passed down; nothing is a module-level singleton.
+ *
+ *   HTTP request -> OpenAI route -> router (pool + thresholds) -> worker's sidecar (gRPC Generate)
+ *   sidecars -> NATS events / WorkerLoad.Watch pushes -> pool
+ */
+import { Registry } from 'prom-client';
+import type { Logger } from '../log.js';
+import { buildFrontendApp } from './http/app.js';
+import { FrontendMetrics } from './frontend-metrics.js';
+import type { FrontendConfig } from './frontend-config.js';
+import { WorkerClients } from './generate/worker-clients.js';
+import { WorkerRouter } from './routing/router.js';
+import { ThresholdStore } from './routing/thresholds.js';
+import { registerWorkerMetrics } from './routing/worker-metrics.js';
+import { WorkerPool } from './routing/worker-pool.js';
+import { NatsLoadSource } from './sources/nats-source.js';
+import { PushLoadSource } from './sources/push-source.js';
+import { defaultTokenizer, loadHuggingFaceTokenizer, type PromptTokenizer } from './text/tokenizer.js';
+
+export interface FrontendDeps {
+  readonly logger: Logger;
+  readonly now?: () => number;
+  readonly random?: () => number;
+}
+
+export interface RunningFrontend {
+  readonly port: number;
+  readonly pool: WorkerPool;
+  readonly router: WorkerRouter;
+  readonly registry: Registry;
+  readonly tokenizer: PromptTokenizer;
+  close(): Promise<void>;
+}
+
+export class NoLoadSourceError extends Error {
+  override readonly name = 'NoLoadSourceError';
+}
+
+export async function startFrontend(config: FrontendConfig, deps: FrontendDeps): Promise<RunningFrontend> {
+  const { logger } = deps;
+  const now = deps.now ?? Date.now;
+  if (config.workers.length === 0 && config.natsServers === undefined) {
+    throw new NoLoadSourceError('no workers to route to: give --worker HOST:PORT (repeatable) or --nats-url (NATS_SERVER)');
+  }
+  const tokenizer = config.tokenizerPath === undefined ? defaultTokenizer() : await loadHuggingFaceTokenizer(config.tokenizerPath);
+
+  const registry = new Registry();
+  const pool = new WorkerPool({ defaultHeartbeatMs: config.loadHeartbeatMs, leaseMs: config.overloadLeaseMs });
+  const router: WorkerRouter = new WorkerRouter(
+    { mode: config.routerMode, kvBlockSize: config.kvBlockSize, trackOutputBlocks: config.routerTrackOutputBlocks },
+    { pool, thresholds: (model) => thresholds.get(model), now, random: deps.random ?? Math.random, logger: logger.child({ component: 'router' }) },
+  );
+  const thresholds: ThresholdStore = new ThresholdStore(config.thresholds, (model, current) => router.inactiveChecks(model, current));
+  registerWorkerMetrics(registry, pool, router, now);
+  const metrics = new FrontendMetrics(registry);
+
+  const nats = config.natsServers
+    ? new NatsLoadSource({ servers: config.natsServers, namespace: config.namespace, component: config.component, endpoint: config.endpoint, pool, now, logger: logger.child({ component: 'nats' }) })
+    : undefined;
+  const push = config.workers.length ? new PushLoadSource({ addresses: config.workers, pool, now, logger: logger.child({ component: 'worker-load' }), defaultHeartbeatMs: config.loadHeartbeatMs }) : undefined;
+  const sweep = setInterval(() => {
+    for (const workerId of pool.sweep(now())) logger.info('worker forgotten: no load event for 10 heartbeats', { worker_id: workerId });
+  }, config.loadHeartbeatMs);
+  sweep.unref();
+
+  const workers = new WorkerClients();
+  const app = buildFrontendApp({
+    router,
+    thresholds,
+    workers,
+    tokenizer,
+    metrics,
+    registry,
+    logger,
+    options: {
+      overloadStatus: config.overloadStatus,
+      retryAfterS: config.retryAfterS,
+      adminApi: config.adminApi,
+      bodyLimitBytes: config.maxBodyBytes,
+      ready: () => (router.ready() ? { ready: true } : { ready: false, reason: pool.size === 0 ? 'no worker known yet' : 'no worker reachable' }),
+    },
+  });
+
+  nats?.start();
+  push?.start();
+  let port: number;
+  try {
+    await app.listen({ host: config.httpHost, port: config.httpPort });
+    port = (app.server.address() as { port: number }).port;
+  } catch (err) {
+    clearInterval(sweep);
+    push?.close();
+    await nats?.close();
+    await app.close();
+    workers.close();
+    throw err;
+  }
+
+  let closing: Promise<void> | undefined;
+  return {
+    port,
+    pool,
+    router,
+    registry,
+    tokenizer,
+    close() {
+      closing ??= (async () => {
+        clearInterval(sweep);
+        push?.close();
+        await app.close();
+        workers.close();
+        await nats?.close();
+      })();
+      return closing;
+    },
+  };
+}

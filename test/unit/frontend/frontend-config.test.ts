@@ -1,0 +1,77 @@
+import { describe, expect, it } from 'vitest';
+import { ConfigError } from '../../../src/config/config-error.js';
+import { parseFrontendConfig } from '../../../src/frontend/frontend-config.js';
+
+const problems = (run: () => unknown): string[] => {
+  try {
+    run();
+  } catch (err) {
+    if (err instanceof ConfigError) return err.problems;
+    throw err;
+  }
+  return [];
+};
+
+describe('frontend config', () => {
+  it('defaults: port 8000, least-loaded, no thresholds, 529, admin API on', () => {
+    const c = parseFrontendConfig({ workers: ['127.0.0.1:50050'] }, {});
+    expect(c).toMatchObject({
+      httpPort: 8000,
+      routerMode: 'least-loaded',
+      overloadStatus: 529,
+      retryAfterS: 1,
+      overloadLeaseMs: 1000,
+      adminApi: true,
+      workers: ['127.0.0.1:50050'],
+      natsServers: undefined,
+      thresholds: { active_decode_blocks_threshold: null, active_prefill_tokens_threshold: null, active_prefill_tokens_threshold_frac: null },
+    });
+    expect(Object.isFrozen(c)).toBe(true);
+  });
+
+  it('thresholds from flags or their Dynamo env twins; the literal None turns one off', () => {
+    const c = parseFrontendConfig(
+      { activeDecodeBlocksThreshold: '0.85' },
+      { DYN_ACTIVE_PREFILL_TOKENS_THRESHOLD: '10000', DYN_ACTIVE_PREFILL_TOKENS_THRESHOLD_FRAC: 'None', DYN_ACTIVE_DECODE_BLOCKS_THRESHOLD: '0.1' },
+    );
+    expect(c.thresholds).toEqual({ active_decode_blocks_threshold: 0.85, active_prefill_tokens_threshold: 10000, active_prefill_tokens_threshold_frac: null });
+  });
+
+  it('every bad value is reported at once, naming its flag or variable', () => {
+    const found = problems(() =>
+      parseFrontendConfig(
+        { activeDecodeBlocksThreshold: '1.5', activePrefillTokensThreshold: '-1', routerMode: 'fastest', workers: ['nope'] },
+        { DYN_ACTIVE_PREFILL_TOKENS_THRESHOLD_FRAC: 'NaN', DYN_HTTP_PORT: '70000', NATS_SERVER: 'http://x' },
+      ),
+    );
+    expect(found).toEqual([
+      expect.stringMatching(/^DYN_HTTP_PORT must be/),
+      expect.stringMatching(/^--worker: /),
+      expect.stringMatching(/^NATS_SERVER must be nats:\/\//),
+      expect.stringMatching(/^--router-mode must be one of round-robin, random, least-loaded, kv/),
+      expect.stringMatching(/^--active-decode-blocks-threshold must be a number in 0\.\.1 or "None", got "1\.5"/),
+      expect.stringMatching(/^--active-prefill-tokens-threshold must be an integer >= 0/),
+      expect.stringMatching(/^DYN_ACTIVE_PREFILL_TOKENS_THRESHOLD_FRAC must be a number >= 0/),
+    ]);
+  });
+
+  it("a bad DYN_HTTP_OVERLOAD_STATUS_CODE falls back to 529 with a warning (Dynamo's rule); 200-999 is used as given", () => {
+    expect(parseFrontendConfig({}, { DYN_HTTP_OVERLOAD_STATUS_CODE: '503' }).overloadStatus).toBe(503);
+    for (const bad of ['150', 'abc', '1000']) {
+      const c = parseFrontendConfig({}, { DYN_HTTP_OVERLOAD_STATUS_CODE: bad });
+      expect(c.overloadStatus).toBe(529);
+      expect(c.warnings).toEqual([expect.stringContaining(`DYN_HTTP_OVERLOAD_STATUS_CODE="${bad}"`)]);
+    }
+  });
+
+  it('--admission-control is accepted and ignored with a warning; DYN_DISABLE_FRONTEND_ADMIN_API turns the admin API off', () => {
+    const c = parseFrontendConfig({ admissionControl: 'token-capacity' }, { DYN_DISABLE_FRONTEND_ADMIN_API: 'true' });
+    expect(c.warnings).toEqual([expect.stringContaining('--admission-control=token-capacity has no effect')]);
+    expect(c.adminApi).toBe(false);
+  });
+
+  it('--worker is repeatable and also takes a comma-separated env list; duplicates collapse', () => {
+    expect(parseFrontendConfig({ workers: ['a:1', 'b:2,a:1'] }, {}).workers).toEqual(['a:1', 'b:2']);
+    expect(parseFrontendConfig({}, { DYN_FRONTEND_WORKERS: 'a:1, c:3' }).workers).toEqual(['a:1', 'c:3']);
+  });
+});
