@@ -3,11 +3,41 @@
  * (so a forgotten worker's series disappear with it): Dynamo's per-rank load gauges, and busy
  * and routable workers per model. Request metrics live in frontend-metrics.ts.
  */
-import { Gauge, type Registry } from 'prom-client';
+import { Counter, Gauge, type Registry } from 'prom-client';
 import type { WorkerRouter } from './router.js';
 import type { WorkerPool } from './worker-pool.js';
 
-export function registerWorkerMetrics(registry: Registry, pool: WorkerPool, router: WorkerRouter, now: () => number): void {
+/** Counts kept by a load source, read at scrape time. */
+export interface LoadSourceStats {
+  readonly source: 'nats' | 'push';
+  readonly stats: { readonly events: number; readonly invalid: number };
+  readonly connected: boolean;
+}
+
+export function registerWorkerMetrics(registry: Registry, pool: WorkerPool, router: WorkerRouter, now: () => number, sources: readonly LoadSourceStats[]): void {
+  new Counter({
+    name: 'dynamo_frontend_load_events_total',
+    help: 'Load reports (one per worker rank) received, by source and whether they were applied or refused as malformed.',
+    labelNames: ['source', 'result'],
+    registers: [registry],
+    collect() {
+      this.reset();
+      for (const { source, stats } of sources) {
+        this.inc({ source, result: 'applied' }, stats.events);
+        this.inc({ source, result: 'invalid' }, stats.invalid);
+      }
+    },
+  });
+  new Gauge({
+    name: 'dynamo_frontend_load_source_connected',
+    help: 'NATS: 1 while connected. push: --worker addresses whose load stream is up.',
+    labelNames: ['source'],
+    registers: [registry],
+    collect() {
+      this.reset();
+      for (const s of sources) this.set({ source: s.source }, s.source === 'nats' ? Number(s.connected) : pool.connectedPushWorkers());
+    },
+  });
   new Gauge({
     name: 'dynamo_frontend_worker_active_decode_blocks',
     help: 'Latest active decode blocks (kv_used_blocks when the worker reports it) per worker and dp rank; absent when stale.',

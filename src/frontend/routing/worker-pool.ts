@@ -135,6 +135,13 @@ export class WorkerPool {
     if (worker) worker.connected = false;
   }
 
+  /** Push-sourced workers whose stream is up. */
+  connectedPushWorkers(): number {
+    let n = 0;
+    for (const worker of this.workers.values()) if (worker.source === 'push' && worker.connected) n++;
+    return n;
+  }
+
   /** Can take traffic now (before busy rules): address, model, reachable, not draining. */
   routable(worker: WorkerState, now: number): boolean {
     return worker.address !== undefined && worker.model !== undefined && (worker.source !== 'push' || worker.connected) && !worker.draining && worker.unreachableUntil <= now;

@@ -29,6 +29,7 @@ export interface NatsLoadSourceOptions {
 }
 
 export class NatsLoadSource {
+  readonly source = 'nats' as const;
   readonly subject: string;
   readonly stats = { events: 0, invalid: 0, connects: 0, disconnects: 0 };
   private nc: NatsConnection | undefined;

@@ -61,6 +61,7 @@ class WorkerWatch {
   constructor(
     readonly address: string,
     private readonly options: PushLoadSourceOptions,
+    private readonly stats: { events: number; invalid: number },
   ) {
     const Ctor = workerLoadClientCtor();
     this.client = new Ctor(address, grpc.credentials.createInsecure(), { 'grpc.initial_reconnect_backoff_ms': 100, 'grpc.max_reconnect_backoff_ms': 2000 }) as unknown as WatchClient;
@@ -86,9 +87,11 @@ class WorkerWatch {
         try {
           report = parseRankReport(raw);
         } catch (err) {
+          this.stats.invalid++;
           this.options.logger.warn('ignoring a malformed load update', { address: this.address, reason: (err as Error).message });
           continue;
         }
+        this.stats.events++;
         const known = this.options.pool.get(report.workerId) !== undefined;
         const worker = this.options.pool.apply(report, now, 'push', this.address);
         this.heartbeatMs = worker.heartbeatMs;
@@ -142,19 +145,20 @@ class WorkerWatch {
 }
 
 export class PushLoadSource {
+  readonly source = 'push' as const;
+  readonly stats = { events: 0, invalid: 0 };
   private readonly watches: WorkerWatch[];
 
   constructor(options: PushLoadSourceOptions) {
-    this.watches = options.addresses.map((address) => new WorkerWatch(address, options));
+    this.watches = options.addresses.map((address) => new WorkerWatch(address, options, this.stats));
   }
 
   start(): void {
     for (const watch of this.watches) watch.open();
   }
 
-  /** Addresses whose stream is up, for logs and /ready. */
-  connectedAddresses(): string[] {
-    return this.watches.filter((w) => w.connected).map((w) => w.address);
+  get connected(): boolean {
+    return this.watches.some((w) => w.connected);
   }
 
   close(): void {
