@@ -1,0 +1,37 @@
+import { describe, expect, it } from 'vitest';
+import { WorkerPool } from '../../../../src/frontend/routing/worker-pool.js';
+import { NatsLoadSource } from '../../../../src/frontend/sources/nats-source.js';
+import { recordingLogger } from '../../../support/recording-logger.js';
+
+function source() {
+  const pool = new WorkerPool({ defaultHeartbeatMs: 1000, leaseMs: 1000 });
+  const logger = recordingLogger();
+  const nats = new NatsLoadSource({ servers: ['nats://127.0.0.1:1'], namespace: 'my.ns', component: 'backend', endpoint: 'generate', pool, now: () => 0, logger });
+  const send = (value: unknown): void => nats.handle(Buffer.from(typeof value === 'string' ? value : JSON.stringify(value)));
+  return { pool, logger, nats, send };
+}
+
+describe('NATS load source', () => {
+  it("subscribes to the sidecars' subject, escaped the same way", () => {
+    expect(source().nats.subject).toBe('namespace.my%2Ens.component.backend.endpoint.generate.kv_metrics');
+  });
+
+  it('applies each event to the pool: a worker appears with its first event, with its address and model', () => {
+    const { pool, send, logger } = source();
+    send({ worker_id: 9, dp_rank: 0, active_decode_blocks: 3, kv_total_blocks: 64, model: 'm', grpc_address: '127.0.0.1:50050', heartbeat_ms: 250 });
+    send({ worker_id: 9, dp_rank: 1, active_decode_blocks: 5, kv_total_blocks: 64, model: 'm', grpc_address: '127.0.0.1:50050', heartbeat_ms: 250 });
+    const worker = pool.get('9')!;
+    expect({ address: worker.address, model: worker.model, heartbeatMs: worker.heartbeatMs, ranks: [...worker.ranks.keys()] }).toEqual({ address: '127.0.0.1:50050', model: 'm', heartbeatMs: 250, ranks: [0, 1] });
+    expect(logger.find('worker appeared')).toHaveLength(1);
+  });
+
+  it('counts malformed events, never applies them, and logs the first of a run rather than each', () => {
+    const { pool, send, nats, logger } = source();
+    send('not json');
+    send({ worker_id: 'x' });
+    send({ worker_id: 1, active_prefill_tokens: -1 });
+    expect(pool.size).toBe(0);
+    expect(nats.stats).toMatchObject({ events: 0, invalid: 3 });
+    expect(logger.find('ignoring a malformed load event')).toHaveLength(1);
+  });
+});
