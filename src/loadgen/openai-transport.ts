@@ -36,8 +36,9 @@ export async function firstModel(base: string, signal?: AbortSignal): Promise<st
   try {
     response = await fetch(url, { headers: { accept: 'application/json' }, signal: AbortSignal.any(signals) });
   } catch (err) {
+    if (signal?.aborted) throw new LoadSetupError(`stopped while listing models at ${url}`);
     const cause = (err as { cause?: { code?: unknown; message?: unknown } }).cause;
-    const why = signal?.aborted ? 'stopped' : (cause?.code ?? cause?.message ?? (err as Error).message);
+    const why = cause?.code ?? cause?.message ?? (err as Error).message;
     throw new LoadSetupError(`cannot list models at ${url}: ${String(why)}; is the server up? (or name one with --model)`);
   }
   const text = await response.text().catch(() => '');
