@@ -51,7 +51,7 @@ export interface LoadOptions {
   readonly progressIntervalMs: number;
 }
 
-/** The status the frontend answers when every worker is busy (Dynamo's choice, after Anthropic's "overloaded"). */
+/** The frontend's answer when every worker is busy (Dynamo's default; DYN_HTTP_OVERLOAD_STATUS_CODE changes it). */
 export const HTTP_OVERLOADED = 529;
 
 export const DEFAULT_LOAD_OPTIONS: Omit<LoadOptions, 'target' | 'openai'> = Object.freeze({

@@ -89,6 +89,16 @@ describe('runLoad --openai: answers', () => {
     });
   });
 
+  it('issues arrivals at a fixed rate in an open loop and stops at the duration', async () => {
+    await withServer({ chunks: 2, chunkDelayMs: 1 }, async (server) => {
+      const s = await runLoad({ openai: server.url, rate: 50, arrival: 'fixed', durationS: 0.5 });
+      expect(s.sent).toBeGreaterThanOrEqual(20);
+      expect(s.sent).toBeLessThanOrEqual(27);
+      expect(s.completed).toBe(s.sent);
+      expect(s.duration_s).toBeLessThan(2);
+    });
+  });
+
   it('asks GET /v1/models once and fails clearly when the server lists none or is down', async () => {
     await withServer({ models: [] }, async (server) => {
       await expect(runLoad({ openai: server.url, count: 1 })).rejects.toThrow(LoadSetupError);
