@@ -21,17 +21,21 @@ function percentileRow(label: string, p: Percentiles): string {
   return `${label.padEnd(22)}${ms(p.p50).padStart(10)}${ms(p.p90).padStart(10)}${ms(p.p99).padStart(10)}`;
 }
 
-export function formatSummary(s: LoadSummary): string {
+/** `rejectedAs` names what counted as a rejection: RESOURCE_EXHAUSTED, or e.g. "HTTP 529". */
+export function formatSummary(s: LoadSummary, rejectedAs = 'RESOURCE_EXHAUSTED'): string {
   const errorList = Object.entries(s.errors);
   const errorsTotal = errorList.reduce((sum, [, n]) => sum + n, 0);
   const row = (label: string, value: string | number): string => `${label.padEnd(22)}${String(value)}`;
+  const counts = (m: Record<string, number>): string => Object.entries(m).map(([k, n]) => `${k} ${n}`).join(', ');
   const lines = [
     row('target', s.target),
+    ...(s.model === undefined ? [] : [row('model', `${s.model} (${s.api})`)]),
     row('duration (s)', s.duration_s.toFixed(2)),
     row('sent', `${s.sent}${s.retries > 0 ? ` (${s.retries} retries)` : ''}`),
     row('completed', s.completed),
-    row('rejected', `${s.rejected} (RESOURCE_EXHAUSTED)`),
-    row('errors', errorList.length === 0 ? '0' : `${errorsTotal} (${errorList.map(([k, n]) => `${k} ${n}`).join(', ')})`),
+    row('rejected', `${s.rejected} (${rejectedAs})`),
+    row('errors', errorList.length === 0 ? '0' : `${errorsTotal} (${counts(s.errors)})`),
+    ...(s.statuses === undefined ? [] : [row('HTTP statuses', Object.keys(s.statuses).length === 0 ? '-' : counts(s.statuses))]),
     `${''.padEnd(22)}${'p50'.padStart(10)}${'p90'.padStart(10)}${'p99'.padStart(10)}`,
     percentileRow('TTFT (ms)', s.ttft_ms),
     percentileRow('inter-token (ms)', s.itl_ms),

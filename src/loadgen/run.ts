@@ -1,25 +1,25 @@
 /**
- * runLoad: drives Generate calls at a target in a closed loop (fixed concurrency) or an open
+ * runLoad: drives requests at a target (gRPC Generate, or OpenAI-compatible HTTP with
+ * `openai`; see transport.ts) in a closed loop (fixed concurrency) or an open
  * loop (arrivals at a rate, Poisson or evenly spaced) until the count or the duration is
  * reached, then gives in-flight calls `graceS` to finish and cancels the rest (counted as
  * CANCELLED errors). Bounded: at most `count` requests, at most duration + grace (+ retries'
  * last attempts, which are cancelled at the same bound).
  *
- * Retries (opt-in): a RESOURCE_EXHAUSTED attempt is retried up to `retry` times. Every
+ * Retries (opt-in): a rejected attempt (RESOURCE_EXHAUSTED, or an HTTP overload status) is
+ * retried up to `retry` times, after the server's pushback or a jittered backoff. Every
  * attempt counts as sent and ends in completed/rejected/errors on its own, so the summary's
  * invariant sent = completed + rejected + errors holds; `retries` says how many were retries.
  */
-import * as grpc from '@grpc/grpc-js';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { GrpcStatus } from '../grpc/status.js';
-import { mulberry32, type Random } from '../engine/prng.js';
-import type { GenerateRequestMessage } from '../engine/proto.js';
-import { vllmEngineService } from '../engine/proto.js';
-import type { IntRange, LoadOptions } from './options.js';
+import { mulberry32 } from '../engine/prng.js';
+import type { LoadOptions } from './options.js';
 import { resolveLoadOptions } from './options.js';
-import { startAttempt, type RunningAttempt } from './attempt.js';
+import type { RunningAttempt } from './attempt.js';
+import { openAiTransport } from './openai-transport.js';
 import { retryDelayMs } from './retry.js';
-import { LoadRecorder, type LoadSummary } from './stats.js';
+import { isRejection, LoadRecorder, type LoadSummary } from './stats.js';
+import { grpcTransport } from './transport.js';
 
 export interface LoadProgress {
   elapsed_s: number;
@@ -40,18 +40,15 @@ export interface LoadHooks {
   signal?: AbortSignal;
 }
 
-const VOCAB = 32_000;
-
-function draw(range: IntRange, random: Random): number {
-  return range.min + Math.floor(random() * (range.max - range.min + 1));
-}
-
-export async function runLoad(input: Partial<LoadOptions> & { target: string }, hooks: LoadHooks = {}): Promise<LoadSummary> {
+/**
+ * Runs the load and returns its summary. Throws ConfigError for invalid options and, with
+ * `openai` and no `model`, LoadSetupError when the server names no model.
+ */
+export async function runLoad(input: Partial<LoadOptions>, hooks: LoadHooks = {}): Promise<LoadSummary> {
   const options = resolveLoadOptions(input);
   const random = mulberry32(options.seed);
-  const recorder = new LoadRecorder();
-  const Client = vllmEngineService();
-  const client = new Client(options.target, grpc.credentials.createInsecure());
+  const recorder = new LoadRecorder({ httpStatuses: options.openai !== undefined });
+  const transport = options.openai !== undefined ? await openAiTransport(options, random, recorder, hooks.signal) : grpcTransport(options, random, recorder);
   const inFlight = new Set<RunningAttempt>();
   const hardStop = new AbortController();
   const startedAt = performance.now();
@@ -88,28 +85,16 @@ export async function runLoad(input: Partial<LoadOptions> & { target: string }, 
     return issued++;
   };
 
-  const buildRequest = (index: number): GenerateRequestMessage => {
-    const promptLength = draw(options.promptTokens, random);
-    const inputIds = Array.from({ length: promptLength }, () => 1 + Math.floor(random() * (VOCAB - 1)));
-    return {
-      request_id: `load-${options.seed}-${index}`,
-      tokenized: { original_text: '', input_ids: inputIds },
-      sampling_params: { max_tokens: draw(options.maxTokens, random), n: 1 },
-      stream: options.stream,
-    };
-  };
-
   const runRequest = async (index: number): Promise<void> => {
-    const request = buildRequest(index);
+    const start = transport.prepare(index);
     for (let attempt = 0; ; attempt++) {
       recorder.attemptStarted(attempt > 0);
-      const running = startAttempt(client, request, options.deadlineMs, recorder);
+      const running = start();
       inFlight.add(running);
       const result = await running.done;
       inFlight.delete(running);
       recorder.attemptEnded(result.outcome);
-      const rejected = result.outcome.kind === 'failed' && result.outcome.code === GrpcStatus.RESOURCE_EXHAUSTED;
-      if (!rejected || attempt >= options.retry || hardStop.signal.aborted) return;
+      if (!isRejection(result.outcome) || attempt >= options.retry || hardStop.signal.aborted) return;
       const delay = retryDelayMs(attempt, result.pushback, options.retryBaseMs, options.retryMaxMs, random);
       if (delay === undefined) return;
       try {
@@ -176,7 +161,10 @@ export async function runLoad(input: Partial<LoadOptions> & { target: string }, 
     clearTimeout(graceTimer);
     clearInterval(progressTimer);
     hooks.signal?.removeEventListener('abort', onAbort);
-    client.close();
+    transport.close();
   }
-  return recorder.summary(options.target, performance.now() - startedAt);
+  const summary = recorder.summary(transport.target, performance.now() - startedAt);
+  if (transport.describe === undefined) return summary;
+  const { target, ...rest } = summary;
+  return { target, ...transport.describe, ...rest };
 }

@@ -12,14 +12,23 @@ export interface Percentiles {
 }
 
 export interface LoadSummary {
+  /** host:port (gRPC), or the endpoint URL (--openai). */
   target: string;
+  /** --openai only: the model asked for and the API (chat or completions). */
+  model?: string;
+  api?: string;
   /** Attempts sent, retries included. */
   sent: number;
   completed: number;
   /** Attempts answered RESOURCE_EXHAUSTED (also those that were retried later). */
   rejected: number;
-  /** Other failures by gRPC status name; GENERATE_ERROR / NO_COMPLETE for OK calls without a result. */
+  /**
+   * Other failures by gRPC status name; GENERATE_ERROR / NO_COMPLETE for OK calls without a
+   * result. --openai: HTTP_<status>, NETWORK_<code>, STREAM_BROKEN, CANCELLED, ...
+   */
   errors: Record<string, number>;
+  /** --openai only: responses by HTTP status (attempts that got no response are not in it). */
+  statuses?: Record<string, number>;
   /** Attempts that were retries of a rejected attempt (already counted in sent). */
   retries: number;
   ttft_ms: Percentiles;
@@ -34,7 +43,16 @@ export type AttemptOutcome =
   | { readonly kind: 'completed' }
   | { readonly kind: 'failed'; readonly code: number }
   /** The call ended OK but without a `complete` message; `label` names why. */
-  | { readonly kind: 'bad-response'; readonly label: 'GENERATE_ERROR' | 'NO_COMPLETE' };
+  | { readonly kind: 'bad-response'; readonly label: 'GENERATE_ERROR' | 'NO_COMPLETE' }
+  /** An HTTP overload status (529, or one given by --overload-status). */
+  | { readonly kind: 'rejected' }
+  /** Any other HTTP failure; `label` is the errors key (HTTP_404, NETWORK_ECONNREFUSED, CANCELLED, ...). */
+  | { readonly kind: 'error'; readonly label: string };
+
+/** Whether the attempt was refused for overload: the one outcome that --retry retries. */
+export function isRejection(outcome: AttemptOutcome): boolean {
+  return outcome.kind === 'rejected' || (outcome.kind === 'failed' && outcome.code === GrpcStatus.RESOURCE_EXHAUSTED);
+}
 
 /** Nearest-rank percentile of an ascending array; null when empty. */
 export function percentile(sorted: ArrayLike<number>, q: number): number | null {
@@ -57,8 +75,14 @@ export class LoadRecorder {
   outputTokens = 0;
   inFlight = 0;
   private readonly errors = new Map<string, number>();
+  /** HTTP statuses seen; undefined in gRPC mode, so its summary has no `statuses`. */
+  private readonly statuses: Map<number, number> | undefined;
   private readonly ttft: number[] = [];
   private readonly itl: number[] = [];
+
+  constructor(options: { readonly httpStatuses?: boolean } = {}) {
+    this.statuses = options.httpStatuses ? new Map() : undefined;
+  }
 
   attemptStarted(isRetry: boolean): void {
     this.sent += 1;
@@ -68,6 +92,10 @@ export class LoadRecorder {
 
   tokensReceived(count: number): void {
     this.outputTokens += count;
+  }
+
+  httpStatus(status: number): void {
+    this.statuses?.set(status, (this.statuses.get(status) ?? 0) + 1);
   }
 
   ttftSample(ms: number): void {
@@ -81,8 +109,8 @@ export class LoadRecorder {
   attemptEnded(outcome: AttemptOutcome): void {
     this.inFlight -= 1;
     if (outcome.kind === 'completed') this.completed += 1;
-    else if (outcome.kind === 'failed' && outcome.code === GrpcStatus.RESOURCE_EXHAUSTED) this.rejected += 1;
-    else {
+    else if (isRejection(outcome)) this.rejected += 1;
+    else if (outcome.kind !== 'rejected') {
       const label = outcome.kind === 'failed' ? statusName(outcome.code) : outcome.label;
       this.errors.set(label, (this.errors.get(label) ?? 0) + 1);
     }
@@ -103,6 +131,7 @@ export class LoadRecorder {
       completed: this.completed,
       rejected: this.rejected,
       errors: Object.fromEntries([...this.errors.entries()].sort(([a], [b]) => a.localeCompare(b))),
+      ...(this.statuses && { statuses: Object.fromEntries([...this.statuses.entries()].sort(([a], [b]) => a - b).map(([k, n]) => [String(k), n])) }),
       retries: this.retries,
       ttft_ms: percentiles(this.ttft),
       itl_ms: percentiles(this.itl),

@@ -37,6 +37,28 @@ describe('LoadRecorder', () => {
     expect(s.completed + s.rejected + Object.values(s.errors).reduce((a, b) => a + b, 0)).toBe(s.sent);
     expect(r.inFlight).toBe(0);
   });
+
+  it('counts HTTP outcomes the same way and statuses by code, only when asked to', () => {
+    const r = new LoadRecorder({ httpStatuses: true });
+    const outcomes = [
+      [200, { kind: 'completed' as const }],
+      [529, { kind: 'rejected' as const }],
+      [529, { kind: 'rejected' as const }],
+      [404, { kind: 'error' as const, label: 'HTTP_404' }],
+      [200, { kind: 'error' as const, label: 'STREAM_BROKEN' }],
+      [undefined, { kind: 'error' as const, label: 'NETWORK_ECONNREFUSED' }],
+    ] as const;
+    for (const [status, outcome] of outcomes) {
+      r.attemptStarted(false);
+      if (status !== undefined) r.httpStatus(status);
+      r.attemptEnded(outcome);
+    }
+    const s = r.summary('http://h:1/v1/chat/completions', 1000);
+    expect(s).toMatchObject({ sent: 6, completed: 1, rejected: 2, errors: { HTTP_404: 1, STREAM_BROKEN: 1, NETWORK_ECONNREFUSED: 1 } });
+    expect(s.statuses).toEqual({ '200': 2, '404': 1, '529': 2 });
+    expect(Object.keys(s.statuses!)).toEqual(['200', '404', '529']);
+    expect(new LoadRecorder().summary('h:1', 1000)).not.toHaveProperty('statuses');
+  });
 });
 
 describe('load options', () => {
