@@ -15,10 +15,12 @@
  * `sequence` counts the updates sent on that stream (1, 2, 3, ...); the NATS events keep their
  * own per-rank count.
  *
- * Back-pressure: each watcher holds at most one update beyond its stream's buffer. When
- * write() says the stream is full, later updates for that watcher are skipped (counted) and the
- * latest state is sent once it drains; an update is a full snapshot, so nothing is lost but
- * intermediate states. A watcher that never reads costs one buffered update, not a queue.
+ * Back-pressure: each watcher has at most one update in flight. Until node has handed the last
+ * one to HTTP/2 (its write callback, which waits for the client's flow-control window), later
+ * updates for that watcher are skipped (counted) and the latest state is sent when it goes; an
+ * update is a full snapshot, so only intermediate states are lost. A watcher that never reads
+ * costs one buffered update, not a queue, and one that reads slowly never reads a backlog of
+ * stale updates first.
  *
  * End: the client cancelling removes the watcher at once. close() (sidecar shutdown) ends every
  * stream with UNAVAILABLE "sidecar shutting down" after what is already written, never OK: a
@@ -64,10 +66,11 @@ const realTimers: WatchTimers = {
 /** The parts of node's ServerHttp2Stream a watcher uses (fakes in unit tests). */
 export interface WatchStream {
   respond(headers: OutgoingHttpHeaders, options: { waitForTrailers: boolean }): void;
-  write(chunk: Buffer): boolean;
+  /** `done` runs once the chunk has left node's buffer (or the stream is gone). */
+  write(chunk: Buffer, done: (error?: Error | null) => void): boolean;
   end(): unknown;
   sendTrailers(trailers: OutgoingHttpHeaders): void;
-  on(event: 'close' | 'drain' | 'wantTrailers' | 'error', listener: () => void): unknown;
+  on(event: 'close' | 'wantTrailers' | 'error', listener: () => void): unknown;
   readonly destroyed: boolean;
   readonly closed: boolean;
 }
@@ -83,9 +86,9 @@ interface Watcher {
   readonly stream: WatchStream;
   /** Updates sent on this stream. */
   sequence: number;
-  /** write() returned false: wait for 'drain'. */
-  blocked: boolean;
-  /** An update was skipped while blocked: send the latest state on 'drain'. */
+  /** An update is still in node's buffer: the next one waits for it. */
+  inFlight: boolean;
+  /** An update was skipped while one was in flight: send the latest state when it is out. */
   pending: boolean;
   ended: boolean;
 }
@@ -95,7 +98,7 @@ interface RankLoadMessage {
 }
 
 export class WorkerLoadService {
-  /** updates: written to a stream; skipped: not written because that stream was full. */
+  /** updates: written to a stream; skipped: not written because that stream's last update was still unsent. */
   readonly stats = { updates: 0, skipped: 0, watches: 0 };
   private readonly watchers = new Set<Watcher>();
   private readonly updateType: MessageTypeDefinition<{ ranks: RankLoadMessage[] }, unknown>;
@@ -159,10 +162,9 @@ export class WorkerLoadService {
       stream.end();
       return;
     }
-    const watcher: Watcher = { stream, sequence: 0, blocked: false, pending: false, ended: false };
+    const watcher: Watcher = { stream, sequence: 0, inFlight: false, pending: false, ended: false };
     stream.respond({ [HTTP2_HEADER_STATUS]: 200, [HTTP2_HEADER_CONTENT_TYPE]: 'application/grpc' }, { waitForTrailers: true });
     stream.on('wantTrailers', () => sendTrailersQuietly(stream, GrpcStatus.UNAVAILABLE, SHUTDOWN_MESSAGE));
-    stream.on('drain', () => this.onDrain(watcher));
     stream.on('close', () => this.remove(watcher));
     this.watchers.add(watcher);
     this.stats.watches++;
@@ -241,7 +243,7 @@ export class WorkerLoadService {
   private send(watcher: Watcher, ranks: readonly LoadEvent[]): void {
     const stream = watcher.stream;
     if (watcher.ended || stream.destroyed || stream.closed) return;
-    if (watcher.blocked) {
+    if (watcher.inFlight) {
       watcher.pending = true;
       this.stats.skipped++;
       return;
@@ -249,11 +251,13 @@ export class WorkerLoadService {
     watcher.sequence++;
     const frame = frameMessage(this.updateType.serialize({ ranks: ranks.map((event) => rankLoad(event, watcher.sequence)) }));
     this.stats.updates++;
-    if (!stream.write(frame)) watcher.blocked = true;
+    watcher.inFlight = true;
+    stream.write(frame, () => this.onWritten(watcher));
   }
 
-  private onDrain(watcher: Watcher): void {
-    watcher.blocked = false;
+  /** The last update left node's buffer: send the latest state if updates were skipped meanwhile. */
+  private onWritten(watcher: Watcher): void {
+    watcher.inFlight = false;
     if (!watcher.pending) return;
     watcher.pending = false;
     this.send(watcher, this.options.source.peek());
