@@ -43,13 +43,17 @@ export async function unaryCall(open: OpenStream, path: string, request: Uint8Ar
   stream.on('error', () => {}); // seen through the read below
   let grpcStatus: string | undefined;
   let grpcMessage = '';
+  let httpStatus: unknown;
   const readStatus = (headers: Record<string, unknown>): void => {
     const status = headers['grpc-status'];
     if (typeof status !== 'string') return;
     grpcStatus = status;
     grpcMessage = typeof headers['grpc-message'] === 'string' ? decodeGrpcMessage(headers['grpc-message']) : '';
   };
-  stream.on('response', readStatus); // Trailers-Only
+  stream.on('response', (headers) => {
+    httpStatus = headers[':status'];
+    readStatus(headers); // Trailers-Only
+  });
   stream.on('trailers', readStatus);
 
   let ended: 'timeout' | 'aborted' | undefined;
@@ -78,7 +82,10 @@ export async function unaryCall(open: OpenStream, path: string, request: Uint8Ar
   if (ended === 'timeout') return { status: GrpcStatus.DEADLINE_EXCEEDED, message: `no answer within ${options.timeoutMs} ms` };
   if (ended === 'aborted') return { status: GrpcStatus.CANCELLED, message: 'cancelled' };
   if (grpcStatus === undefined) {
-    const reason = readError?.message ?? `stream ended without a grpc-status (RST_STREAM code ${stream.rstCode ?? 'none'})`;
+    const reason =
+      httpStatus !== undefined && httpStatus !== 200
+        ? `HTTP ${String(httpStatus)} without a grpc-status (not a gRPC server?)`
+        : (readError?.message ?? `stream ended without a grpc-status (RST_STREAM code ${stream.rstCode ?? 'none'})`);
     return { status: GrpcStatus.UNAVAILABLE, message: reason };
   }
   const status = parseStatus(grpcStatus);
