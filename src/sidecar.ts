@@ -1,13 +1,15 @@
 /**
- * Composition root: builds the gate, the engine connection, metrics, health, ingress and the
- * system port from one SidecarConfig, and owns their start, drain and stop. Everything is
- * created here and passed down; nothing is a module-level singleton.
+ * Composition root: builds the gate, the engine connection, metrics, health, load reporting
+ * (with its WorkerLoad push service), ingress and the system port from one SidecarConfig, and
+ * owns their start, drain and stop. Everything is created here and passed down; nothing is a
+ * module-level singleton.
  */
 import { performance } from 'node:perf_hooks';
 import { Registry } from 'prom-client';
 import { AdmissionGate } from './admission/gate.js';
 import { RejectionLog } from './admission/rejection-log.js';
-import type { HostPort } from './config/host-port.js';
+import { resolveAdvertiseAddress } from './config/advertise-address.js';
+import { formatHostPort, type HostPort } from './config/host-port.js';
 import type { SidecarConfig } from './config/sidecar-config.js';
 import { LoadReporting } from './load/load-reporting.js';
 import type { Logger } from './log.js';
@@ -38,6 +40,8 @@ export interface RunningSidecar {
   readonly ingressPort: number;
   readonly systemPort: number;
   readonly upstreamAddress: string;
+  /** host:port frontends use to reach the ingress (grpc_address in load events). */
+  readonly grpcAddress: string;
   readonly gate: AdmissionGate;
   readonly registry: Registry;
   readonly draining: boolean;
@@ -80,6 +84,7 @@ export async function startSidecar(config: SidecarConfig, deps: SidecarDeps): Pr
     gate,
     admission: limits,
     listenPort: config.listen.port,
+    engine: upstream,
     defaultEngineMetricsUrl: deps.engineMetricsUrl,
     registry,
     logger,
@@ -118,7 +123,7 @@ export async function startSidecar(config: SidecarConfig, deps: SidecarDeps): Pr
 
   const ingress = new Ingress({
     context,
-    health,
+    services: [health, reporting.watchService],
     isDraining: () => draining,
     maxConcurrentStreams: connections.maxConcurrentStreams,
     idleTimeoutMs: connections.idleTimeoutMs,
@@ -136,21 +141,26 @@ export async function startSidecar(config: SidecarConfig, deps: SidecarDeps): Pr
   });
 
   upstream.start();
-  reporting.start();
   let ingressPort: number;
   let systemPort: number;
+  let grpcAddress: string;
   try {
     ingressPort = await ingress.listen(config.listen);
+    // Before anything is published or any watch is served: events carry the bound port.
+    grpcAddress = formatHostPort(resolveAdvertiseAddress(config.advertiseAddress, config.listen.host, ingressPort));
+    reporting.setGrpcAddress(grpcAddress);
     systemPort = await system.listen(config.systemHost, config.systemPort);
   } catch (err) {
     await Promise.all([ingress.close(0), system.close(), upstream.close(), reporting.close()]);
     throw err;
   }
+  reporting.start();
 
   return {
     ingressPort,
     systemPort,
     upstreamAddress: upstream.address,
+    grpcAddress,
     gate,
     registry,
     get draining() {

@@ -97,7 +97,14 @@ async function runSidecar(requested: SidecarConfig, io: CommandIo): Promise<void
   const listen = formatHostPort({ host: config.listen.host, port: sidecar.ingressPort });
   io.stdout.write(`dynamo-sidecar: listening on ${listen}, upstream ${sidecar.upstreamAddress}, ${describeAdmission(config)}, system port ${sidecar.systemPort}\n`);
   if (demo) io.stdout.write(`dynamo-sidecar: try: ./bin/dynamo-sidecar load --target ${listen.replace('0.0.0.0', '127.0.0.1')} --concurrency 200 --duration-s 20\n`);
-  logger.info('started', { listen_port: sidecar.ingressPort, system_port: sidecar.systemPort, upstream: sidecar.upstreamAddress, load_subject: sidecar.loadSubject });
+  logger.info('started', {
+    listen_port: sidecar.ingressPort,
+    system_port: sidecar.systemPort,
+    upstream: sidecar.upstreamAddress,
+    load_subject: sidecar.loadSubject,
+    grpc_address: sidecar.grpcAddress,
+    ...(config.load.servedModelName === undefined ? {} : { model: config.load.servedModelName }),
+  });
 
   const statusEveryMs = config.statusIntervalMs ?? (demo ? DEMO_STATUS_INTERVAL_MS : 0);
   const status = statusEveryMs > 0 ? new StatusLine(sidecar, config, io.stdout, statusEveryMs) : undefined;

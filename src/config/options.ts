@@ -15,6 +15,13 @@ export interface OptionSpec {
 
 export const SIDECAR_OPTIONS = {
   listen: { flag: '--listen <host:port>', env: 'DYN_SIDECAR_LISTEN', defaultText: '0.0.0.0:50050', help: 'gRPC ingress address (h2c); port 0 picks a free port' },
+  advertiseAddress: {
+    flag: '--advertise-address <host:port>',
+    env: 'DYN_SIDECAR_ADVERTISE_ADDRESS',
+    defaultText:
+      'the --listen host when it is a specific address (not 0.0.0.0, :: or empty), else the first non-internal IPv4 address of this machine, else 127.0.0.1; with the port actually bound',
+    help: 'where frontends reach this gRPC ingress, sent as grpc_address in load events; port 0 = the port actually bound',
+  },
   upstream: {
     flag: '--upstream <host:port>',
     env: 'DYN_SIDECAR_UPSTREAM',
@@ -116,6 +123,12 @@ export const SIDECAR_OPTIONS = {
     env: 'DYN_DATA_PARALLEL_SIZE',
     defaultText: '1',
     help: 'dp ranks of the engine; one load event per rank, rank per call from the x-dynamo-dp-rank header',
+  },
+  servedModelName: {
+    flag: '--served-model-name <name>',
+    env: 'DYN_SERVED_MODEL_NAME',
+    defaultText: 'asked from the engine once reachable (vllm.grpc.engine.VllmEngine/GetModelInfo, its model_path); null in events until known',
+    help: "the model this worker serves, sent as model in load events (vLLM's flag name)",
   },
   natsUrl: { flag: '--nats-url <url>', env: 'NATS_SERVER', defaultText: 'none (no publishing; GET /load still works)', help: 'NATS server for load events, e.g. nats://127.0.0.1:4222' },
   namespace: { flag: '--namespace <name>', env: 'DYN_NAMESPACE', defaultText: 'dynamo', help: 'subject namespace.{ns}.component.{component}.endpoint.{endpoint}.kv_metrics' },

@@ -6,12 +6,18 @@
 import { ENGINE_METRICS_FORMATS, type EngineMetricsFormatOption } from '../load/engine-metrics.js';
 import type { LogLevel } from '../log.js';
 import { MAX_TIMER_MS } from '../grpc/deadline.js';
+import { isUnspecifiedHost } from './advertise-address.js';
 import { ConfigError } from './config-error.js';
 import { parseHostPort, type HostPort } from './host-port.js';
 import { SIDECAR_OPTIONS, type RawFlags, type SidecarOptionKey } from './options.js';
 
 export interface SidecarConfig {
   readonly listen: HostPort;
+  /**
+   * What frontends dial (grpc_address in load events); `undefined`: derived from the listen host
+   * and the machine's interfaces (advertise-address.ts). Port 0: the port actually bound.
+   */
+  readonly advertiseAddress: HostPort | undefined;
   /** `undefined`: start the embedded simulated engine (demo mode). */
   readonly upstream: HostPort | undefined;
   readonly systemHost: string;
@@ -52,6 +58,8 @@ export interface LoadConfig {
   readonly kvBlockSize: number;
   readonly maxNumBatchedTokens: number | undefined;
   readonly dataParallelSize: number;
+  /** The model in load events; `undefined`: asked from the engine (GetModelInfo). */
+  readonly servedModelName: string | undefined;
   /** Comma-separated NATS servers; `undefined`: no publishing. */
   readonly natsServers: readonly string[] | undefined;
   readonly namespace: string;
@@ -74,6 +82,11 @@ export const DEFAULT_RETRY_PUSHBACK_MS = 250;
 export const DEFAULT_DRAIN_GRACE_MS = 30_000;
 export const DEFAULT_SCRAPE_INTERVAL_MS = 250;
 export const DEFAULT_LOAD_HEARTBEAT_MS = 1000;
+/** A burst of load changes within this becomes one NATS publish or one WorkerLoad update. */
+export const LOAD_DEBOUNCE_MS = 5;
+/** GetModelInfo, asked until the engine answers: one attempt at a time, this long at most, this far apart. */
+export const MODEL_INFO_TIMEOUT_MS = 5000;
+export const MODEL_INFO_RETRY_MS = 2000;
 export const DEFAULT_KV_BLOCK_SIZE = 16;
 export const DEFAULT_MAX_CONCURRENT_STREAMS = 1000;
 /** HTTP/2 stream counts are 31-bit (RFC 9113 section 6.5.2). */
@@ -177,7 +190,9 @@ export class OptionReader {
     return url.href;
   }
 
-  string(key: string, fallback: string): string {
+  string(key: string, fallback: string): string;
+  string(key: string, fallback: undefined): string | undefined;
+  string(key: string, fallback: string | undefined): string | undefined {
     const found = this.raw(key);
     if (!found) return fallback;
     if (found.value.trim() === '') {
@@ -199,6 +214,7 @@ export function parseSidecarConfig(flags: RawFlags, env: Env): SidecarConfig {
   const engineRequestLimit = read.integer(key('engineRequestLimit'), 1, Number.MAX_SAFE_INTEGER, undefined);
   const config: SidecarConfig = {
     listen: read.hostPort(key('listen'), true, DEFAULT_LISTEN),
+    advertiseAddress: parseAdvertiseAddress(read),
     upstream: read.hostPort(key('upstream'), false, undefined),
     systemHost: read.string(key('systemHost'), '0.0.0.0'),
     systemPort: read.integer(key('systemPort'), 0, 65535, DEFAULT_SYSTEM_PORT),
@@ -239,6 +255,7 @@ function parseLoadConfig(read: OptionReader): LoadConfig {
     kvBlockSize: read.integer(key('kvBlockSize'), 1, 1 << 20, DEFAULT_KV_BLOCK_SIZE),
     maxNumBatchedTokens: read.integer(key('maxNumBatchedTokens'), 1, Number.MAX_SAFE_INTEGER, undefined),
     dataParallelSize: read.integer(key('dataParallelSize'), 1, 1024, 1),
+    servedModelName: parseServedModelName(read),
     natsServers: parseNatsServers(read),
     namespace: read.string(key('namespace'), 'dynamo'),
     component: read.string(key('component'), 'backend'),
@@ -247,6 +264,28 @@ function parseLoadConfig(read: OptionReader): LoadConfig {
     natsLivenessTimeoutMs: read.integer(key('natsLivenessTimeoutMs'), 50, 3_600_000, DEFAULT_NATS_LIVENESS_TIMEOUT_MS),
     workerId: read.integer(key('workerId'), 0, Number.MAX_SAFE_INTEGER, undefined),
   };
+}
+
+/** HOST:PORT that a frontend can dial: a wildcard host (0.0.0.0, ::) is refused; port 0 means the bound port. */
+function parseAdvertiseAddress(read: OptionReader): HostPort | undefined {
+  const key: SidecarOptionKey = 'advertiseAddress';
+  const address = read.hostPort(key, true, undefined);
+  if (address !== undefined && isUnspecifiedHost(address.host)) {
+    read.problems.push(`${read.raw(key)!.source}: host must be an address frontends can dial, not the wildcard "${address.host}"`);
+    return undefined;
+  }
+  return address;
+}
+
+/** Any non-empty name without control characters (it goes into JSON events and protobuf strings). */
+function parseServedModelName(read: OptionReader): string | undefined {
+  const key: SidecarOptionKey = 'servedModelName';
+  const name = read.string(key, undefined);
+  if (name !== undefined && /[\u0000-\u001f\u007f]/u.test(name)) {
+    read.problems.push(`${read.raw(key)!.source} must not contain control characters, got ${JSON.stringify(name)}`);
+    return undefined;
+  }
+  return name;
 }
 
 /** NATS_SERVER as the nats clients take it: comma-separated nats://, tls://, ws(s):// URLs or host:port. */

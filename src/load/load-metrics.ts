@@ -13,6 +13,9 @@
  *              dynamo_sidecar_load_publish_failures_total, dynamo_sidecar_nats_connected (0 while
  *              disconnected or stalled; see publisher.ts for the liveness rules),
  *              dynamo_sidecar_load_events_unconfirmed (handed over, confirmation outstanding).
+ * With the WorkerLoad service: dynamo_sidecar_load_watchers (open Watch streams),
+ *              dynamo_sidecar_load_watch_updates_total, dynamo_sidecar_load_watch_updates_skipped_total
+ *              (not written because the watcher's stream was full; the latest state follows).
  */
 import { Counter, Gauge, type Registry } from 'prom-client';
 import type { ScrapedLoad } from './engine-metrics.js';
@@ -33,7 +36,12 @@ export interface PublishView {
   readonly pending: number;
 }
 
-export function registerLoadMetrics(registry: Registry, tracker: LoadView, scraper?: ScrapeView, publisher?: PublishView): void {
+export interface WatchView {
+  readonly stats: { readonly updates: number; readonly skipped: number };
+  readonly watcherCount: number;
+}
+
+export function registerLoadMetrics(registry: Registry, tracker: LoadView, scraper?: ScrapeView, publisher?: PublishView, watch?: WatchView): void {
   const registers = [registry];
   new Gauge({
     name: 'dynamo_component_total_blocks',
@@ -102,6 +110,23 @@ export function registerLoadMetrics(registry: Registry, tracker: LoadView, scrap
         this.set(publisher.pending);
       },
     });
+  }
+  if (watch) {
+    new Gauge({
+      name: 'dynamo_sidecar_load_watchers',
+      help: 'Open dynamo.sidecar.v1.WorkerLoad/Watch streams (frontends following this worker without a broker).',
+      registers,
+      collect() {
+        this.set(watch.watcherCount);
+      },
+    });
+    mirrorCounter(registry, 'dynamo_sidecar_load_watch_updates_total', 'WorkerLoad updates written to Watch streams.', () => watch.stats.updates);
+    mirrorCounter(
+      registry,
+      'dynamo_sidecar_load_watch_updates_skipped_total',
+      'WorkerLoad updates not written because the watcher was not reading (its stream full); it gets the latest state when it drains.',
+      () => watch.stats.skipped,
+    );
   }
 }
 

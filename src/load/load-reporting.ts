@@ -1,7 +1,9 @@
 /**
- * Load reporting, composed from one LoadConfig: the tracker, its three sources (engine scrape,
- * Generate traffic accounting, static flags), the NATS publisher and their metrics. The proxy
- * sees only the small surface below; none of it ever waits on the network.
+ * Load reporting, composed from one LoadConfig: the tracker, its sources (engine scrape,
+ * Generate traffic accounting, static flags, the served model from the flag or the engine's
+ * GetModelInfo), the two ways out (NATS publisher, WorkerLoad/Watch push on the ingress port)
+ * and their metrics. The proxy sees only the small surface below; none of it ever waits on the
+ * network.
  */
 import { hostname } from 'node:os';
 import type { Registry } from 'prom-client';
@@ -13,8 +15,10 @@ import type { IncomingHttpHeaders } from 'node:http2';
 import { EngineScraper } from './engine-scraper.js';
 import { mirrorCounter, registerLoadMetrics } from './load-metrics.js';
 import { LoadTracker, type LoadEvent } from './load-tracker.js';
+import { ModelInfoProbe, type ModelInfoEngine } from './model-info-probe.js';
 import { LoadPublisher, defaultWorkerId, loadSubject } from './publisher.js';
 import { TrafficAccounting } from './traffic-accounting.js';
+import { WorkerLoadService } from './worker-load-service.js';
 
 export interface LoadReportingDeps {
   readonly config: LoadConfig;
@@ -22,6 +26,8 @@ export interface LoadReportingDeps {
   /** Configured limit and queue, or undefined when admission is off. */
   readonly admission: { readonly limit: number; readonly queueLimit: number } | undefined;
   readonly listenPort: number;
+  /** The engine connection, asked for the served model when --served-model-name is not given. */
+  readonly engine: ModelInfoEngine;
   /** Scrape this when no --engine-metrics-url is given (the embedded engine in demo mode). */
   readonly defaultEngineMetricsUrl?: string;
   readonly registry: Registry;
@@ -35,6 +41,9 @@ export class LoadReporting {
   private readonly accounting: TrafficAccounting;
   private readonly scraper: EngineScraper | undefined;
   private readonly publisher: LoadPublisher | undefined;
+  private readonly modelProbe: ModelInfoProbe | undefined;
+  /** dynamo.sidecar.v1.WorkerLoad, for the ingress to answer. */
+  readonly watchService: WorkerLoadService;
 
   constructor(private readonly deps: LoadReportingDeps) {
     const { config, logger } = deps;
@@ -47,6 +56,8 @@ export class LoadReporting {
       kvBlockSize: config.kvBlockSize,
       maxNumBatchedTokens: config.maxNumBatchedTokens,
       trackOutputBlocks: config.trackOutputBlocks,
+      heartbeatMs: config.loadHeartbeatMs,
+      model: config.servedModelName,
     });
     this.accounting = new TrafficAccounting(this.tracker, config.dataParallelSize);
     this.syncAdmission();
@@ -73,7 +84,15 @@ export class LoadReporting {
         logger: logger.child({ component: 'nats' }),
       });
     }
-    registerLoadMetrics(deps.registry, this.tracker, this.scraper, this.publisher);
+    if (config.servedModelName === undefined) {
+      this.modelProbe = new ModelInfoProbe({
+        engine: deps.engine,
+        onModel: (name) => this.tracker.setModel(name),
+        logger: logger.child({ component: 'model-info' }),
+      });
+    }
+    this.watchService = new WorkerLoadService({ source: this.tracker, heartbeatMs: config.loadHeartbeatMs });
+    registerLoadMetrics(deps.registry, this.tracker, this.scraper, this.publisher, this.watchService);
     mirrorCounter(
       deps.registry,
       'dynamo_sidecar_generate_unparsed_messages_total',
@@ -82,9 +101,15 @@ export class LoadReporting {
     );
   }
 
+  /** Where frontends reach the ingress (grpc_address); set once it is bound, before start(). */
+  setGrpcAddress(address: string): void {
+    this.tracker.setGrpcAddress(address);
+  }
+
   start(): void {
     this.scraper?.start();
     this.publisher?.start();
+    this.modelProbe?.start();
   }
 
   /** The gate changed: keep the tracker's admission fields current (cheap; the publisher debounces). */
@@ -97,7 +122,10 @@ export class LoadReporting {
   rejected(): void {
     const wasOverloaded = this.tracker.overloaded;
     this.tracker.markRejected();
-    if (!wasOverloaded) this.publisher?.publishNow();
+    if (!wasOverloaded) {
+      this.publisher?.publishNow();
+      this.watchService.publishNow();
+    }
   }
 
   tap(headers: IncomingHttpHeaders): TrafficTap | undefined {
@@ -112,6 +140,7 @@ export class LoadReporting {
   setDraining(): void {
     this.tracker.setDraining(true);
     this.publisher?.publishNow();
+    this.watchService.publishNow();
   }
 
   /** The latest state, as served by GET /load; does not advance sequence numbers. */
@@ -121,6 +150,8 @@ export class LoadReporting {
 
   async close(): Promise<void> {
     this.scraper?.stop();
+    this.modelProbe?.stop();
+    this.watchService.close();
     await this.publisher?.close();
   }
 }

@@ -5,7 +5,8 @@
  *   const call = t.callStarted(rank, promptTokens, maxTokens);  // when dispatched to the engine
  *   call.output(n) / call.output(total, { cumulative: true });   call.end();
  *   t.applyScrape(scraper.ranks, scraper.stale);  t.setAdmission({...});  t.markRejected();
- *   t.snapshot() -> LoadEvent[] (one per rank, advances `sequence`);  t.onChange(fn)
+ *   t.setModel(name);  t.setGrpcAddress('10.0.0.5:50050');  t.setDraining(true);
+ *   t.snapshot() -> LoadEvent[] (one per rank, advances `sequence`);  t.peek();  t.onChange(fn)
  *
  * Where each field comes from (precedence):
  * - kv_used_blocks: the engine scrape for that rank while it is fresh; null otherwise (a stale
@@ -21,6 +22,9 @@
  * - max_num_batched_tokens: static config or null.
  * - engine_request, request_queue, engine_request_limit, draining: whatever the proxy last told
  *   us; they describe the whole worker and are repeated in every rank's event.
+ * - model, grpc_address, heartbeat_ms: who the worker is and how often it reports, the same in
+ *   every rank's event. model is null until known (--served-model-name, or the engine's answer
+ *   to GetModelInfo); grpc_address is set once the ingress is bound (setGrpcAddress).
  *
  * overloaded (worker-wide) is true exactly when
  *   (a) admission is on and the gate is full: engine_request >= limit and request_queue >= queue
@@ -31,6 +35,7 @@
  * that goes idle cannot stay "busy" (Dynamo's stale-busy bug) even if nothing else changes:
  * the next heartbeat snapshot reads false.
  */
+import { DEFAULT_LOAD_HEARTBEAT_MS } from '../config/sidecar-config.js';
 import type { ScrapedLoad } from './engine-metrics.js';
 
 export const DP_RANK_HEADER = 'x-dynamo-dp-rank';
@@ -51,6 +56,12 @@ export interface LoadEvent {
   draining: boolean;
   timestamp_ms: number;
   sequence: number;
+  /** The model the worker serves; null until known. */
+  model: string | null;
+  /** host:port where frontends reach this sidecar's gRPC ingress. */
+  grpc_address: string;
+  /** An event (or push update) comes at least this often. */
+  heartbeat_ms: number;
 }
 
 export interface LoadTrackerConfig {
@@ -61,6 +72,12 @@ export interface LoadTrackerConfig {
   maxNumBatchedTokens?: number;
   trackOutputBlocks?: boolean;
   overloadHoldMs?: number;
+  /** Reported as heartbeat_ms; default DEFAULT_LOAD_HEARTBEAT_MS. */
+  heartbeatMs?: number;
+  /** Initial model (--served-model-name); default null until setModel(). */
+  model?: string;
+  /** Initial grpc_address; default '' until setGrpcAddress(). */
+  grpcAddress?: string;
   now?: () => number;
 }
 
@@ -112,6 +129,8 @@ export class LoadTracker {
   private admission: AdmissionState = { engineRequest: 0, requestQueue: 0 };
   private draining = false;
   private rejectedAt: number | undefined;
+  private model: string | null;
+  private grpcAddress: string;
 
   constructor(config: LoadTrackerConfig) {
     const size = config.dataParallelSize ?? 1;
@@ -119,6 +138,8 @@ export class LoadTracker {
     this.dataParallelSize = size;
     this.config = config;
     this.now = config.now ?? Date.now;
+    this.model = config.model ?? null;
+    this.grpcAddress = config.grpcAddress ?? '';
     this.ranks = Array.from({ length: size }, () => ({ calls: new Set(), prefillTokens: 0, scraped: undefined, scrapeFresh: false, sequence: 0 }));
   }
 
@@ -191,6 +212,18 @@ export class LoadTracker {
     this.changed();
   }
 
+  setModel(model: string | null): void {
+    if (this.model === model) return;
+    this.model = model;
+    this.changed();
+  }
+
+  setGrpcAddress(address: string): void {
+    if (this.grpcAddress === address) return;
+    this.grpcAddress = address;
+    this.changed();
+  }
+
   get overloaded(): boolean {
     const { engineRequest, requestQueue, limit, queueLimit } = this.admission;
     if (limit !== undefined && queueLimit !== undefined && engineRequest >= limit && requestQueue >= queueLimit) return true;
@@ -230,6 +263,9 @@ export class LoadTracker {
       draining: this.draining,
       timestamp_ms: this.now(),
       sequence: r.sequence,
+      model: this.model,
+      grpc_address: this.grpcAddress,
+      heartbeat_ms: this.config.heartbeatMs ?? DEFAULT_LOAD_HEARTBEAT_MS,
     };
   }
 

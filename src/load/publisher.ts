@@ -41,7 +41,7 @@
  */
 import { createHash } from 'node:crypto';
 import { connect as natsConnect, type NatsConnection, type NodeConnectionOptions } from '@nats-io/transport-node';
-import { DEFAULT_NATS_LIVENESS_TIMEOUT_MS } from '../config/sidecar-config.js';
+import { DEFAULT_NATS_LIVENESS_TIMEOUT_MS, LOAD_DEBOUNCE_MS } from '../config/sidecar-config.js';
 import type { Logger } from '../log.js';
 import type { LoadEvent } from './load-tracker.js';
 
@@ -241,7 +241,7 @@ export class LoadPublisher {
 
   private scheduleDebounced(): void {
     if (this.debounce !== undefined || this.closing) return;
-    this.debounce = setTimeout(() => this.publishNow(), this.options.debounceMs ?? 5);
+    this.debounce = setTimeout(() => this.publishNow(), this.options.debounceMs ?? LOAD_DEBOUNCE_MS);
     this.debounce.unref();
   }
 

@@ -2,7 +2,8 @@
  * The gRPC ingress: an h2c server whose every stream walks the same short path, top to bottom.
  *
  *   connection     SETTINGS_MAX_CONCURRENT_STREAMS, handshake and idle timeouts (connection-limits.ts)
- *   own services   grpc.health.v1 is answered here and never takes an admission slot
+ *   own services   grpc.health.v1 and dynamo.sidecar.v1.WorkerLoad are answered here (local-service.ts):
+ *                  never an admission slot, never the engine, not counted as proxied calls, served while draining
  *   protocol       only gRPC (content-type application/grpc*) is proxied
  *   draining       after SIGTERM nothing new is admitted (UNAVAILABLE)
  *   deadline       grpc-timeout is parsed once; the sidecar times queued calls itself
@@ -20,13 +21,14 @@ import { respondTrailersOnly, trailersOnlyHeaders } from '../grpc/respond.js';
 import { CallError } from './call-error.js';
 import type { CallContext } from './call-context.js';
 import { limitConnection, trackStream, type ConnectionLimitOptions } from './connection-limits.js';
-import type { HealthService } from './health-service.js';
+import type { LocalService } from './local-service.js';
 import { ProxiedCall, type OpenCall } from './proxied-call.js';
 import { STREAM_WINDOW_BYTES } from './upstream.js';
 
 export interface IngressOptions extends ConnectionLimitOptions {
   readonly context: CallContext;
-  readonly health: HealthService;
+  /** Services answered by the sidecar itself, asked in order. */
+  readonly services: readonly LocalService[];
   readonly isDraining: () => boolean;
   /** SETTINGS_MAX_CONCURRENT_STREAMS advertised to every client connection. */
   readonly maxConcurrentStreams: number;
@@ -64,11 +66,11 @@ export class Ingress {
   }
 
   private onStream(stream: ServerHttp2Stream, headers: IncomingHttpHeaders): void {
-    const { context, health } = this.options;
+    const { context, services } = this.options;
     const path = headers[':path'];
     trackStream(stream);
 
-    if (health.handles(path)) return health.serve(stream, headers);
+    for (const service of services) if (service.handles(path)) return service.serve(stream, headers);
 
     const contentType = headers['content-type'];
     if (typeof contentType !== 'string' || !contentType.startsWith('application/grpc')) {
@@ -108,10 +110,12 @@ export class Ingress {
 
   /**
    * Stops accepting connections. Calls still open end with UNAVAILABLE (the drain grace period
-   * is over by now); open sessions get GOAWAY and `graceMs` to deliver those answers.
+   * is over by now), and so do the own services' watches; open sessions get GOAWAY and `graceMs`
+   * to deliver those answers.
    */
   async close(graceMs = 1000): Promise<void> {
     this.cutOpenCalls();
+    for (const service of this.options.services) service.close?.();
     const closed = new Promise<void>((resolve) => this.server.close(() => resolve()));
     for (const session of this.sessions) session.close();
     const timer = setTimeout(() => {

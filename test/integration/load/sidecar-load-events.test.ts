@@ -33,6 +33,9 @@ const FIELDS = [
   'draining',
   'timestamp_ms',
   'sequence',
+  'model',
+  'grpc_address',
+  'heartbeat_ms',
 ].sort();
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
@@ -174,6 +177,9 @@ function expectWellFormed(e: LoadEvent): void {
   }
   expect(typeof e.overloaded).toBe('boolean');
   expect(typeof e.draining).toBe('boolean');
+  expect(e.model === null || (typeof e.model === 'string' && e.model !== ''), `model=${e.model}`).toBe(true);
+  expect(e.grpc_address).toMatch(/^127\.0\.0\.1:[1-9]\d*$/); // the tests listen on 127.0.0.1:0
+  expect(Number.isInteger(e.heartbeat_ms) && e.heartbeat_ms > 0, `heartbeat_ms=${e.heartbeat_ms}`).toBe(true);
 }
 
 const lastOf = (got: Received[]): Received | undefined => got[got.length - 1];
@@ -329,6 +335,8 @@ describe('sidecar load events end to end (real sidecar, nats-server, simulated e
     expect(pair[0]).toEqual(pair[1]);
     const latest = lastOf(mine())!.event;
     expect(latest).toMatchObject({ worker_id: 4242, dp_rank: 0, kv_total_blocks: 1024, max_num_batched_tokens: 8192, engine_request_limit: 8, overloaded: false, draining: false });
+    // Who the worker is: the engine's model (GetModelInfo), the bound ingress port, the heartbeat.
+    expect(latest).toMatchObject({ model: e.options.modelName, grpc_address: s.address, heartbeat_ms: 200 });
 
     // Metrics: present, sensible, and valid exposition per promtool.
     const text = await s.metrics();

@@ -50,6 +50,49 @@ describe('parseSidecarConfig', () => {
   });
 });
 
+describe('parseSidecarConfig: --advertise-address and --served-model-name', () => {
+  it('leaves both unset by default (derived at start-up, asked from the engine)', () => {
+    const config = parseSidecarConfig({}, {});
+    expect(config.advertiseAddress).toBeUndefined();
+    expect(config.load.servedModelName).toBeUndefined();
+  });
+
+  it('reads the env twins and lets a flag win; port 0 means the port actually bound', () => {
+    const env = { DYN_SIDECAR_ADVERTISE_ADDRESS: '10.0.0.5:50050', DYN_SERVED_MODEL_NAME: ' meta-llama/Llama-3.1-8B ' };
+    expect(parseSidecarConfig({}, env)).toMatchObject({ advertiseAddress: { host: '10.0.0.5', port: 50050 }, load: { servedModelName: 'meta-llama/Llama-3.1-8B' } });
+    expect(parseSidecarConfig({ advertiseAddress: '[fd00::5]:0', servedModelName: 'qwen' }, env)).toMatchObject({
+      advertiseAddress: { host: 'fd00::5', port: 0 },
+      load: { servedModelName: 'qwen' },
+    });
+  });
+
+  it.each(['nope', '10.0.0.5', '10.0.0.5:70000', ':50050'])('refuses advertise address %j, naming the flag or the variable', (value) => {
+    const [fromFlag] = problems({ advertiseAddress: value });
+    expect(fromFlag).toMatch(/^--advertise-address: /);
+    expect(fromFlag).toContain(value === '10.0.0.5:70000' ? 'port must be' : `"${value}"`);
+    expect(problems({}, { DYN_SIDECAR_ADVERTISE_ADDRESS: value })[0]).toMatch(/^DYN_SIDECAR_ADVERTISE_ADDRESS: /);
+  });
+
+  it.each(['0.0.0.0:50050', '[::]:50050'])('refuses the wildcard %j: frontends cannot dial it', (value) => {
+    const host = value.startsWith('[') ? '::' : '0.0.0.0';
+    expect(problems({ advertiseAddress: value })).toEqual([`--advertise-address: host must be an address frontends can dial, not the wildcard "${host}"`]);
+    expect(problems({}, { DYN_SIDECAR_ADVERTISE_ADDRESS: value })).toEqual([`DYN_SIDECAR_ADVERTISE_ADDRESS: host must be an address frontends can dial, not the wildcard "${host}"`]);
+  });
+
+  it('refuses an empty or control-character model name, naming the flag or the variable', () => {
+    expect(problems({ servedModelName: '  ' })).toEqual(['--served-model-name must not be empty']);
+    expect(problems({}, { DYN_SERVED_MODEL_NAME: 'a\nb' })).toEqual(['DYN_SERVED_MODEL_NAME must not contain control characters, got "a\\nb"']);
+  });
+
+  it('reports them with the other problems at once', () => {
+    expect(problems({ advertiseAddress: '0.0.0.0:1', servedModelName: '', systemPort: 'x' })).toEqual([
+      '--advertise-address: host must be an address frontends can dial, not the wildcard "0.0.0.0"',
+      '--system-port must be an integer in 0..65535, got "x"',
+      '--served-model-name must not be empty',
+    ]);
+  });
+});
+
 describe('parseHostPort', () => {
   it('accepts names, IPv4 and bracketed IPv6; refuses the rest', () => {
     expect(parseHostPort('localhost:1', false)).toEqual({ host: 'localhost', port: 1 });

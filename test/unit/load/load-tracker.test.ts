@@ -91,9 +91,25 @@ describe('LoadTracker scrape and config precedence', () => {
       {
         worker_id: 42, dp_rank: 0, active_decode_blocks: 0, active_prefill_tokens: 0, kv_used_blocks: null, kv_total_blocks: null,
         max_num_batched_tokens: null, engine_request: 0, request_queue: 0, engine_request_limit: null, overloaded: false,
-        draining: false, timestamp_ms: 123, sequence: 1,
+        draining: false, timestamp_ms: 123, sequence: 1, model: null, grpc_address: '', heartbeat_ms: 1000,
       },
     ]);
+  });
+
+  it('carries the model, the advertised address and the heartbeat in every rank, and reports their changes', () => {
+    const t = new LoadTracker({ workerId: 1, dataParallelSize: 2, heartbeatMs: 250, grpcAddress: '10.0.0.5:50050' });
+    expect(t.peek().map(({ model, grpc_address, heartbeat_ms }) => ({ model, grpc_address, heartbeat_ms }))).toEqual([
+      { model: null, grpc_address: '10.0.0.5:50050', heartbeat_ms: 250 },
+      { model: null, grpc_address: '10.0.0.5:50050', heartbeat_ms: 250 },
+    ]);
+    let changes = 0;
+    t.onChange(() => changes++);
+    t.setModel('llama');
+    t.setModel('llama'); // unchanged: no notification
+    t.setGrpcAddress('10.0.0.5:7000');
+    expect(changes).toBe(2);
+    for (const e of t.peek()) expect(e).toMatchObject({ model: 'llama', grpc_address: '10.0.0.5:7000', heartbeat_ms: 250 });
+    expect(new LoadTracker({ workerId: 1, model: 'from-flag' }).peek()[0]!.model).toBe('from-flag');
   });
 
   it('advances sequence per rank on every snapshot, never on peek', () => {

@@ -2,7 +2,6 @@
 import { describe, expect, it } from 'vitest';
 import { silentLogger } from '../../../src/log.js';
 import type { CallContext } from '../../../src/proxy/call-context.js';
-import type { HealthService } from '../../../src/proxy/health-service.js';
 import { Ingress } from '../../../src/proxy/ingress.js';
 import type { CallPhase, OpenCall } from '../../../src/proxy/proxied-call.js';
 
@@ -10,7 +9,7 @@ describe('Ingress.cutOpenCalls', () => {
   it('cuts queued calls before calls in the engine, so no freed slot dispatches a queued call during shutdown', () => {
     const ingress = new Ingress({
       context: {} as CallContext,
-      health: {} as HealthService,
+      services: [],
       isDraining: () => true,
       maxConcurrentStreams: 10,
       idleTimeoutMs: 0,
