@@ -1,0 +1,129 @@
+/**
+ * The attempt loop: route, call the chosen worker's sidecar, and wait for its first message or
+ * the call's end. A worker that refuses before any output (RESOURCE_EXHAUSTED: its admission
+ * gate is full; UNAVAILABLE: cannot be reached) is reported to the router, added to the
+ * request's tried set, and the request goes to the next worker the router picks; routing
+ * decisions that are not a worker become typed errors (404, 503, the overload status). Once a
+ * first message has arrived the request belongs to that worker: no retry after that point.
+ */
+import type { GenerateRequestMessage } from '../../engine/proto.js';
+import { GrpcStatus } from '../../grpc/status.js';
+import type { Logger } from '../../log.js';
+import type { RequestRecord } from '../frontend-metrics.js';
+import type { InFlight, RouteDecision, Router } from '../routing/contracts.js';
+import { ClientGoneError, FrontendError } from './errors.js';
+import { endedEarly, Generation } from './generation.js';
+import type { WorkerClients } from './worker-clients.js';
+import { WorkerStream } from './worker-stream.js';
+
+export interface GenerationRequest {
+  /** Sent as the gRPC request_id (the sidecar and engine log it). */
+  readonly requestId: string;
+  readonly model: string;
+  readonly promptText: string;
+  readonly promptIds: readonly number[];
+  readonly maxTokens?: number;
+  readonly temperature?: number;
+  readonly seed?: number;
+}
+
+export interface AttemptDeps {
+  readonly router: Router;
+  readonly workers: WorkerClients;
+  readonly logger: Logger;
+}
+
+/**
+ * Starts the request on a worker and resolves once that worker sent its first message.
+ * Throws FrontendError (routing outcome or worker failure) or ClientGoneError (signal aborted).
+ */
+export async function startGeneration(deps: AttemptDeps, request: GenerationRequest, record: RequestRecord, signal: AbortSignal): Promise<Generation> {
+  const { router, workers, logger } = deps;
+  const message = generateRequest(request);
+  const promptTokens = request.promptIds.length;
+  const tried = new Set<string>();
+  for (;;) {
+    if (signal.aborted) throw new ClientGoneError();
+    const decision = router.route(request.model, tried, promptTokens);
+    if (decision.kind !== 'route') throw rejection(decision);
+    const { target } = decision;
+    if (tried.has(target.workerId)) {
+      // The contract says the router skips tried workers; trying one again could loop forever.
+      logger.warn('router chose a worker this request already tried', { model: request.model, worker_id: target.workerId });
+      throw new FrontendError('unavailable', 'no untried worker left');
+    }
+    if (tried.size > 0) record.retried();
+    const inflight = endOnce(router.begin(target, promptTokens));
+    let stream: WorkerStream;
+    try {
+      stream = new WorkerStream(workers.generate(target, message));
+    } catch (error) {
+      inflight.end();
+      throw new FrontendError('internal', `cannot start the worker call: ${error instanceof Error ? error.message : String(error)}`);
+    }
+    const onAbort = (): void => stream.cancel();
+    signal.addEventListener('abort', onAbort, { once: true });
+    const first = await stream.peek();
+    const removeListener = (): void => signal.removeEventListener('abort', onAbort);
+    if (first.kind === 'message' && !signal.aborted) {
+      return new Generation(stream, inflight, record, signal, removeListener, promptTokens);
+    }
+    stream.cancel();
+    inflight.end();
+    removeListener();
+    if (signal.aborted) throw new ClientGoneError();
+    const { code, details } = first.kind === 'end' ? first.status : { code: GrpcStatus.UNKNOWN, details: '' };
+    const refusal = code === GrpcStatus.RESOURCE_EXHAUSTED ? 'overloaded' : code === GrpcStatus.UNAVAILABLE ? 'unreachable' : undefined;
+    if (refusal === undefined) {
+      logger.warn('worker failed a request before any output', { model: request.model, worker_id: target.workerId, address: target.address, code, details });
+      throw first.kind === 'end' ? endedEarly(first.status) : new FrontendError('worker_failed', 'the worker failed the request');
+    }
+    router.workerRefused(target, refusal);
+    record.workerRefused(refusal);
+    tried.add(target.workerId);
+    logger.debug('worker refused a request; trying another', { model: request.model, worker_id: target.workerId, reason: refusal, details });
+  }
+}
+
+function generateRequest(request: GenerationRequest): GenerateRequestMessage {
+  return {
+    request_id: request.requestId,
+    tokenized: { original_text: request.promptText, input_ids: [...request.promptIds] },
+    sampling_params: {
+      n: 1,
+      ...(request.maxTokens === undefined ? {} : { max_tokens: request.maxTokens }),
+      ...(request.temperature === undefined ? {} : { temperature: request.temperature }),
+      ...(request.seed === undefined ? {} : { seed: request.seed }),
+    },
+    // Always streamed from the worker, so time to first token and inter-token latency are real.
+    stream: true,
+  };
+}
+
+function rejection(decision: Exclude<RouteDecision, { kind: 'route' }>): FrontendError {
+  switch (decision.kind) {
+    case 'overloaded':
+      return new FrontendError('overloaded', 'every worker of the model is busy', decision.details);
+    case 'unknown_model':
+      return new FrontendError('unknown_model', 'no worker serves the model');
+    case 'unavailable':
+      return new FrontendError('unavailable', decision.reason);
+    case 'no_workers':
+      return new FrontendError('unavailable', 'no worker is known');
+  }
+}
+
+/** The router's InFlight with end() guarded, whatever the router's own guarantee. */
+function endOnce(inflight: InFlight): InFlight {
+  let ended = false;
+  return {
+    outputTokens: (delta) => {
+      if (!ended) inflight.outputTokens(delta);
+    },
+    end: () => {
+      if (ended) return;
+      ended = true;
+      inflight.end();
+    },
+  };
+}

@@ -1,0 +1,111 @@
+/**
+ * One worker's output for a request, once the attempt loop has seen its first message: output
+ * token ids as they arrive, then how the output finished. It keeps the router's in-flight
+ * count (outputTokens per chunk, end() exactly once however it ends) and the request's token
+ * timings, and turns every failure into a FrontendError (or ClientGoneError when the client
+ * left). close() is the one way out for callers: idempotent, it cancels a call still open.
+ */
+import type { GenerateResponseMessage } from '../../engine/proto.js';
+import { GrpcStatus, statusName } from '../../grpc/status.js';
+import type { RequestRecord } from '../frontend-metrics.js';
+import type { InFlight } from '../routing/contracts.js';
+import { ClientGoneError, FrontendError } from './errors.js';
+import type { CallStatus } from './worker-clients.js';
+import type { WorkerStream } from './worker-stream.js';
+
+export type FinishReason = 'stop' | 'length';
+
+export type GenerationEvent = { readonly kind: 'tokens'; readonly ids: readonly number[] } | { readonly kind: 'done'; readonly finishReason: FinishReason };
+
+export class Generation {
+  private streamed = 0;
+  private pendingDone: FinishReason | undefined;
+  private closed = false;
+
+  constructor(
+    private readonly stream: WorkerStream,
+    private readonly inflight: InFlight,
+    private readonly record: RequestRecord,
+    private readonly signal: AbortSignal,
+    /** Called once by close(): removes the abort listener the attempt loop added. */
+    private readonly onClose: () => void,
+    readonly promptTokens: number,
+  ) {}
+
+  /** Output tokens received so far. */
+  get completionTokens(): number {
+    return this.streamed;
+  }
+
+  /** The next event; after 'done' the generation is closed. Throws FrontendError or ClientGoneError. */
+  async next(): Promise<GenerationEvent> {
+    if (this.pendingDone !== undefined) return this.done(this.pendingDone);
+    if (this.closed) throw new FrontendError('internal', 'generation read after it was closed');
+    for (;;) {
+      const item = await this.stream.next();
+      if (this.signal.aborted) throw this.fail(new ClientGoneError());
+      if (item.kind === 'end') throw this.fail(endedEarly(item.status));
+      const event = this.fromMessage(item.message);
+      if (event !== undefined) return event;
+    }
+  }
+
+  /** Ends the attempt: cancels the call if it is still open, ends the in-flight count. Idempotent. */
+  close(): void {
+    if (this.closed) return;
+    this.closed = true;
+    this.stream.cancel();
+    this.inflight.end();
+    this.onClose();
+  }
+
+  private fromMessage(message: GenerateResponseMessage): GenerationEvent | undefined {
+    if (message.chunk) return this.tokens(message.chunk.token_ids ?? []);
+    if (message.complete) {
+      const reason = finishReason(message.complete.finish_reason);
+      if (reason === undefined) throw this.fail(new FrontendError('worker_failed', 'the worker aborted the request'));
+      // Streaming calls repeat every token here; only ids beyond those streamed are new.
+      const rest = (message.complete.output_ids ?? []).slice(this.streamed);
+      if (rest.length === 0) return this.done(reason);
+      this.pendingDone = reason;
+      return this.tokens(rest);
+    }
+    if (message.error) throw this.fail(new FrontendError('worker_failed', 'the worker reported an error'));
+    return undefined;
+  }
+
+  private tokens(ids: readonly number[]): GenerationEvent | undefined {
+    if (ids.length === 0) return undefined;
+    this.streamed += ids.length;
+    this.inflight.outputTokens(ids.length);
+    this.record.tokens(ids.length);
+    return { kind: 'tokens', ids };
+  }
+
+  private done(finishReason: FinishReason): GenerationEvent {
+    this.pendingDone = undefined;
+    this.close();
+    return { kind: 'done', finishReason };
+  }
+
+  private fail<E extends Error>(error: E): E {
+    this.close();
+    return error;
+  }
+}
+
+/** vLLM's finish reasons; "abort" (and anything unknown but empty) means no normal finish. */
+function finishReason(reason: string): FinishReason | undefined {
+  if (reason === 'length') return 'length';
+  if (reason === 'abort' || reason === '') return undefined;
+  return 'stop';
+}
+
+/** The call ended without a complete message: what to tell the client. */
+export function endedEarly(status: CallStatus): FrontendError {
+  if (status.code === GrpcStatus.OK) return new FrontendError('worker_failed', 'the worker ended the call without finishing the output');
+  if (status.code === GrpcStatus.DEADLINE_EXCEEDED) return new FrontendError('worker_timeout', 'the worker did not finish before the request deadline');
+  // The engine's own words about the request (prompt too long, ...): the client's to fix, not a 502 to retry.
+  if (status.code === GrpcStatus.INVALID_ARGUMENT) return new FrontendError('bad_request', `the worker rejected the request: ${status.details.slice(0, 300)}`);
+  return new FrontendError('worker_failed', `the worker failed the request (${statusName(status.code)})`);
+}

@@ -1,0 +1,91 @@
+/**
+ * gRPC clients to the workers' sidecars: one grpc-js client (one HTTP/2 connection) per
+ * address, created on the first call to it and kept for the next ones, since opening a
+ * connection per request would cost a TCP and HTTP/2 handshake each time. The rest of the
+ * frontend sees only `GenerateCall`, the part of grpc-js's server-stream call it uses, so
+ * tests can stand in a scripted call.
+ */
+import * as grpc from '@grpc/grpc-js';
+import type { GenerateRequestMessage, GenerateResponseMessage } from '../../engine/proto.js';
+import { vllmEngineService } from '../../engine/proto.js';
+import { DP_RANK_HEADER } from '../../load/load-tracker.js';
+import type { RouteTarget } from '../routing/contracts.js';
+
+/** How a call ends: grpc-js's status (code 0 = OK). */
+export interface CallStatus {
+  readonly code: number;
+  readonly details: string;
+}
+
+/** One Generate call in flight (what grpc-js's ClientReadableStream offers that we use). */
+export interface GenerateCall {
+  on(event: 'data', listener: (message: GenerateResponseMessage) => void): unknown;
+  /** Fires exactly once, after the last 'data', however the call ends. */
+  on(event: 'status', listener: (status: CallStatus) => void): unknown;
+  on(event: 'error', listener: (error: Error) => void): unknown;
+  /** Ends the call at once (RST_STREAM CANCEL); the sidecar frees its slot. Idempotent. */
+  cancel(): void;
+}
+
+export interface WorkerClients {
+  /** Starts Generate on the target's sidecar, with its dp rank as `x-dynamo-dp-rank`. */
+  generate(target: RouteTarget, request: GenerateRequestMessage): GenerateCall;
+  /** Closes every client; calls still open end with CANCELLED/UNAVAILABLE. */
+  close(): void;
+}
+
+export interface WorkerClientsOptions {
+  /** Deadline of each Generate call, in ms from its start; undefined = none. */
+  readonly requestDeadlineMs?: number;
+  /** Extra grpc-js channel options (keepalive and the like). */
+  readonly channelOptions?: grpc.ChannelOptions;
+  /** Wall clock for deadlines (grpc-js deadlines are absolute Date.now() times). */
+  readonly now?: () => number;
+}
+
+type GenerateMethod = (request: GenerateRequestMessage, metadata: grpc.Metadata, options: grpc.CallOptions) => grpc.ClientReadableStream<GenerateResponseMessage>;
+
+export class GrpcWorkerClients implements WorkerClients {
+  private readonly clients = new Map<string, grpc.Client>();
+  private readonly now: () => number;
+  private closed = false;
+
+  constructor(private readonly options: WorkerClientsOptions = {}) {
+    this.now = options.now ?? Date.now;
+  }
+
+  /** Addresses with an open client, for tests and diagnostics. */
+  get addresses(): string[] {
+    return [...this.clients.keys()];
+  }
+
+  generate(target: RouteTarget, request: GenerateRequestMessage): GenerateCall {
+    if (this.closed) throw new Error('worker clients are closed');
+    const client = this.client(target.address);
+    const metadata = new grpc.Metadata();
+    metadata.set(DP_RANK_HEADER, String(target.dpRank));
+    const callOptions: grpc.CallOptions = {};
+    if (this.options.requestDeadlineMs !== undefined) callOptions.deadline = this.now() + this.options.requestDeadlineMs;
+    const method = (client as unknown as { Generate: GenerateMethod }).Generate;
+    const call = method.call(client, request, metadata, callOptions);
+    // 'status' carries every ending; without an 'error' listener a failed call would throw.
+    call.on('error', () => {});
+    return call;
+  }
+
+  close(): void {
+    this.closed = true;
+    for (const client of this.clients.values()) client.close();
+    this.clients.clear();
+  }
+
+  private client(address: string): grpc.Client {
+    let client = this.clients.get(address);
+    if (client === undefined) {
+      const Ctor = vllmEngineService();
+      client = new Ctor(address, grpc.credentials.createInsecure(), this.options.channelOptions ?? {});
+      this.clients.set(address, client);
+    }
+    return client;
+  }
+}

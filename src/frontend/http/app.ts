@@ -1,0 +1,92 @@
+/**
+ * The frontend's HTTP server as a Fastify instance, from injected parts only (router,
+ * thresholds, worker clients, tokenizer, registry, logger, clock): the composition root
+ * builds those, this wires the routes. Nothing here listens or closes the parts it was given;
+ * the caller calls app.listen() and, at shutdown, app.close() then closes what it built.
+ *
+ * Routes: OpenAI (/v1/models, /v1/completions, /v1/chat/completions), /busy_threshold (unless
+ * the admin API is off), /live, /ready, /metrics. Bodies are JSON only (text/plain's default
+ * parser is removed, so it gets 415 like any other type); ajv does not coerce types, so
+ * "temperature": "0.5" is a 400, as with OpenAI.
+ */
+import { randomUUID } from 'node:crypto';
+import { fastifySSE } from '@fastify/sse';
+import Fastify, { type FastifyInstance } from 'fastify';
+import type { Registry } from 'prom-client';
+import type { Logger } from '../../log.js';
+import { FrontendMetrics } from '../frontend-metrics.js';
+import type { WorkerClients } from '../generate/worker-clients.js';
+import type { Router, ThresholdApi } from '../routing/contracts.js';
+import type { PromptTokenizer } from '../text/prompt-tokenizer.js';
+import { busyThresholdRoutes } from './busy-threshold-routes.js';
+import { healthRoutes, type Readiness } from './health-routes.js';
+import { openAiRoutes } from './openai-routes.js';
+
+export interface FrontendAppOptions {
+  /** Status of overload answers: 529, or DYN_HTTP_OVERLOAD_STATUS_CODE. Also the body's `code`. */
+  readonly overloadStatus: number;
+  /** Seconds, sent as `Retry-After` with every overload answer. */
+  readonly retryAfterS: number;
+  /** Serve GET/POST/DELETE /busy_threshold; false (DYN_DISABLE_FRONTEND_ADMIN_API) leaves them 404. */
+  readonly adminApi: boolean;
+  /** Largest request body, bytes; larger gets 413. */
+  readonly bodyLimitBytes: number;
+  /** For GET /ready: 200 when ready, else 503 with the reason. Called per request. */
+  ready(): Readiness;
+  /** SSE comment heartbeat while a stream is idle, ms; 0 turns it off. Default 15000. */
+  readonly sseHeartbeatMs?: number;
+}
+
+export interface FrontendClock {
+  /** Wall clock, ms since the epoch: `created` fields. */
+  now(): number;
+  /** Monotonic ms: request durations, TTFT, ITL. */
+  monotonic(): number;
+}
+
+export interface FrontendAppDeps {
+  readonly router: Router;
+  readonly thresholds: ThresholdApi;
+  readonly workers: WorkerClients;
+  readonly tokenizer: PromptTokenizer;
+  /** The frontend's metrics are registered here (once per registry: build one app per registry). */
+  readonly registry: Registry;
+  readonly logger: Logger;
+  readonly options: FrontendAppOptions;
+  /** Default: Date.now and performance.now. */
+  readonly clock?: FrontendClock;
+  /** Id of each request (gRPC request_id, and the response id after "chatcmpl-"/"cmpl-"). Default: random UUIDs. */
+  readonly newRequestId?: () => string;
+}
+
+const SYSTEM_CLOCK: FrontendClock = { now: () => Date.now(), monotonic: () => performance.now() };
+
+export function buildFrontendApp(deps: FrontendAppDeps): FastifyInstance {
+  const { options, logger } = deps;
+  const clock = deps.clock ?? SYSTEM_CLOCK;
+  const app = Fastify({
+    logger: false,
+    bodyLimit: options.bodyLimitBytes,
+    ajv: { customOptions: { coerceTypes: false, removeAdditional: false } },
+  });
+  app.removeContentTypeParser('text/plain');
+  void app.register(fastifySSE, { heartbeatInterval: options.sseHeartbeatMs ?? 15_000 });
+
+  app.setNotFoundHandler((request, reply) => reply.code(404).send({ message: `Route ${request.method} ${request.url.split('?')[0]} not found`, type: 'Not Found', code: 404 }));
+
+  void app.register(openAiRoutes, {
+    router: deps.router,
+    workers: deps.workers,
+    tokenizer: deps.tokenizer,
+    metrics: new FrontendMetrics(deps.registry, clock.monotonic),
+    logger,
+    overloadStatus: options.overloadStatus,
+    retryAfterS: options.retryAfterS,
+    now: clock.now,
+    newRequestId: deps.newRequestId ?? (() => randomUUID().replaceAll('-', '')),
+    modelsCreated: Math.floor(clock.now() / 1000),
+  });
+  if (options.adminApi) void app.register(busyThresholdRoutes, { router: deps.router, thresholds: deps.thresholds, logger });
+  void app.register(healthRoutes, { registry: deps.registry, ready: () => options.ready() });
+  return app;
+}

@@ -1,0 +1,114 @@
+/**
+ * The admin API, with Dynamo's semantics (dynamo-facts.md): GET /busy_threshold lists every
+ * served model's thresholds; POST reads (all thresholds null or absent) or sets (any non-null
+ * value; null never clears); beyond Dynamo, DELETE /busy_threshold?model=M&check=NAME turns one
+ * check off. Each entry also carries `diagnostics.inactive_checks`: configured checks that
+ * cannot fire on some worker (e.g. kv_total_blocks unknown), the silent failure Dynamo's
+ * troubleshooting section is about. Errors are {"error": "..."} with Dynamo's statuses: 422
+ * for a body of the wrong shape, 400 for values out of range, 404 for a model with no workers.
+ */
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { Logger } from '../../log.js';
+import { BUSY_CHECKS, type BusyCheck, type ThresholdApi, type Thresholds, type Router } from '../routing/contracts.js';
+
+export interface BusyThresholdDeps {
+  readonly router: Router;
+  readonly thresholds: ThresholdApi;
+  readonly logger: Logger;
+}
+
+/** A request that cannot be served, with its status; the body is {"error": message}. */
+class AdminError extends Error {
+  constructor(
+    readonly status: number,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+export async function busyThresholdRoutes(app: FastifyInstance, deps: BusyThresholdDeps): Promise<void> {
+  const { router, thresholds } = deps;
+  const entry = (model: string, values: Thresholds = thresholds.get(model)) => ({
+    model,
+    active_decode_blocks_threshold: values.active_decode_blocks_threshold,
+    active_prefill_tokens_threshold: values.active_prefill_tokens_threshold,
+    active_prefill_tokens_threshold_frac: values.active_prefill_tokens_threshold_frac,
+    diagnostics: { inactive_checks: thresholds.inactiveChecks(model) },
+  });
+  const requireDiscovered = (model: string, verb: string): void => {
+    if (!router.models().includes(model)) throw new AdminError(404, `Model '${model}' not found. Thresholds can only be ${verb} for discovered models.`);
+  };
+
+  app.setErrorHandler((error: Error & { statusCode?: number }, request, reply) => {
+    if (error instanceof AdminError) return reply.code(error.status).send({ error: error.message });
+    const status = error.statusCode !== undefined && error.statusCode >= 400 && error.statusCode < 500 ? error.statusCode : 500;
+    if (status === 500) deps.logger.error('admin request failed', { url: request.url, error: error.message });
+    return reply.code(status).send({ error: status === 500 ? 'Internal server error' : error.message });
+  });
+
+  app.get('/busy_threshold', async () => ({ thresholds: router.models().map((model) => entry(model)) }));
+
+  app.post('/busy_threshold', async (request: FastifyRequest, reply: FastifyReply) => {
+    if (!isJson(request.headers['content-type'])) {
+      return reply.code(415).send({ error: "Expected request with `Content-Type: application/json`" });
+    }
+    const { model, changes } = parseSetRequest(request.body);
+    if (Object.keys(changes).length === 0) return entry(model);
+    requireDiscovered(model, 'set');
+    return entry(model, thresholds.update(model, changes));
+  });
+
+  app.delete('/busy_threshold', async (request: FastifyRequest) => {
+    const query = request.query as Record<string, unknown>;
+    const model = query['model'];
+    const check = query['check'];
+    if (typeof model !== 'string' || model === '') throw new AdminError(400, 'query parameter `model` is required');
+    if (typeof check !== 'string' || !(BUSY_CHECKS as readonly string[]).includes(check)) {
+      throw new AdminError(400, `query parameter \`check\` must be one of ${BUSY_CHECKS.join(', ')}, got ${JSON.stringify(check ?? null)}`);
+    }
+    requireDiscovered(model, 'changed');
+    return entry(model, thresholds.disable(model, check as BusyCheck));
+  });
+}
+
+function isJson(contentType: string | undefined): boolean {
+  return contentType !== undefined && /^application\/json\s*(;|$)/iu.test(contentType.trim());
+}
+
+/** Dynamo's deserialization rules (422) first, then its range checks (400). */
+function parseSetRequest(body: unknown): { model: string; changes: Partial<Thresholds> } {
+  if (typeof body !== 'object' || body === null || Array.isArray(body)) throw shapeError('expected a JSON object');
+  const fields = body as Record<string, unknown>;
+  if (fields['model'] === undefined || fields['model'] === null) throw shapeError('missing field `model`');
+  if (typeof fields['model'] !== 'string') throw shapeError('invalid type for `model`: expected a string');
+  const changes: { -readonly [K in BusyCheck]?: number } = {};
+  const decode = numberField(fields, 'active_decode_blocks_threshold');
+  const prefill = numberField(fields, 'active_prefill_tokens_threshold');
+  const frac = numberField(fields, 'active_prefill_tokens_threshold_frac');
+  if (prefill !== undefined && !(Number.isSafeInteger(prefill) && prefill >= 0)) {
+    throw shapeError(`invalid value for \`active_prefill_tokens_threshold\`: expected a non-negative integer, got ${prefill}`);
+  }
+  if (decode !== undefined) {
+    if (!(decode >= 0 && decode <= 1)) throw new AdminError(400, `active_decode_blocks_threshold must be between 0.0 and 1.0, got ${decode}`);
+    changes.active_decode_blocks_threshold = decode;
+  }
+  if (prefill !== undefined) changes.active_prefill_tokens_threshold = prefill;
+  if (frac !== undefined) {
+    if (!(Number.isFinite(frac) && frac >= 0)) throw new AdminError(400, `active_prefill_tokens_threshold_frac must be a finite number >= 0, got ${frac}`);
+    changes.active_prefill_tokens_threshold_frac = frac;
+  }
+  return { model: fields['model'], changes };
+}
+
+/** A threshold field: undefined when null or absent; 422 when not a number. */
+function numberField(fields: Record<string, unknown>, name: BusyCheck): number | undefined {
+  const value = fields[name];
+  if (value === undefined || value === null) return undefined;
+  if (typeof value !== 'number') throw shapeError(`invalid type for \`${name}\`: expected a number, got ${JSON.stringify(value)}`);
+  return value;
+}
+
+function shapeError(reason: string): AdminError {
+  return new AdminError(422, `Failed to deserialize the JSON body into the target type: ${reason}`);
+}

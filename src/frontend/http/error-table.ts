@@ -1,0 +1,72 @@
+/**
+ * The one table from FrontendError kinds to HTTP answers on the OpenAI routes, in Dynamo's
+ * flat shape {message, type, code} (code = the status used, plus `details` for overloads).
+ * Messages a worker or the router produced are not shown for 404/503/529: clients get the
+ * fixed texts Dynamo uses, and never a worker's address. Fastify's own errors (schema, JSON,
+ * media type, body size) are mapped to kinds here too, so nothing else decides a status.
+ */
+import { FrontendError, type FrontendErrorKind } from '../generate/errors.js';
+import type { OverloadDetails } from '../routing/contracts.js';
+
+export interface ErrorAnswerOptions {
+  /** Status of overload rejections (529, or DYN_HTTP_OVERLOAD_STATUS_CODE). */
+  readonly overloadStatus: number;
+}
+
+interface ErrorSpec {
+  readonly status: (options: ErrorAnswerOptions) => number;
+  readonly type: string;
+  /** Fixed client message; undefined = the error's own message. */
+  readonly message?: string;
+}
+
+const fixed = (status: number) => () => status;
+
+export const ERROR_TABLE: Readonly<Record<FrontendErrorKind, ErrorSpec>> = Object.freeze({
+  bad_request: { status: fixed(400), type: 'BadRequest' },
+  unsupported_media_type: { status: fixed(415), type: 'UnsupportedMediaType' },
+  payload_too_large: { status: fixed(413), type: 'PayloadTooLarge' },
+  unknown_model: { status: fixed(404), type: 'Not Found', message: 'Model not found' },
+  unavailable: { status: fixed(503), type: 'Service Unavailable', message: 'Service temporarily unavailable' },
+  overloaded: { status: (o) => o.overloadStatus, type: 'Overloaded', message: 'Service temporarily overloaded' },
+  worker_failed: { status: fixed(502), type: 'Bad Gateway' },
+  worker_timeout: { status: fixed(504), type: 'Gateway Timeout' },
+  internal: { status: fixed(500), type: 'Internal Server Error', message: 'Internal server error' },
+});
+
+export interface ErrorBody {
+  readonly message: string;
+  readonly type: string;
+  readonly code: number;
+  readonly details?: OverloadDetails;
+}
+
+export interface ErrorAnswer {
+  readonly status: number;
+  readonly body: ErrorBody;
+}
+
+export function errorAnswer(error: FrontendError, options: ErrorAnswerOptions): ErrorAnswer {
+  const spec = ERROR_TABLE[error.kind];
+  const status = spec.status(options);
+  const body: ErrorBody = { message: spec.message ?? error.message, type: spec.type, code: status };
+  return { status, body: error.details === undefined ? body : { ...body, details: error.details } };
+}
+
+/** Any thrown value as a FrontendError: ours as they are, Fastify's by their status, the rest internal. */
+export function toFrontendError(error: unknown): FrontendError {
+  if (error instanceof FrontendError) return error;
+  const e = error as { statusCode?: unknown; validation?: unknown; message?: unknown };
+  const message = typeof e?.message === 'string' ? e.message : String(error);
+  if (e?.validation !== undefined) return new FrontendError('bad_request', message);
+  switch (e?.statusCode) {
+    case 413:
+      return new FrontendError('payload_too_large', message);
+    case 415:
+      return new FrontendError('unsupported_media_type', message);
+    case 400:
+      return new FrontendError('bad_request', message);
+    default:
+      return new FrontendError('internal', message);
+  }
+}

@@ -1,0 +1,113 @@
+/**
+ * The OpenAI routes: GET /v1/models, POST /v1/completions and /v1/chat/completions. A
+ * completion request is tokenized, started on a worker by the attempt loop, then answered
+ * whole or streamed (by the body's `stream` flag; @fastify/sse in 'manual' mode). Every
+ * failure, Fastify's own included, goes through this plugin's error handler and the error
+ * table; overload answers carry Retry-After and count in dynamo_frontend_model_rejection_total.
+ * A client that leaves (response closed before it finished) aborts the request, which cancels
+ * its worker call at once.
+ */
+import type {} from '@fastify/sse';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { Logger } from '../../log.js';
+import { CLIENT_CLOSED_STATUS, UNKNOWN_MODEL_LABEL, type Endpoint, type FrontendMetrics, type RequestRecord } from '../frontend-metrics.js';
+import { startGeneration } from '../generate/attempt-loop.js';
+import { ClientGoneError } from '../generate/errors.js';
+import { readOutput } from '../generate/read-output.js';
+import type { WorkerClients } from '../generate/worker-clients.js';
+import type { Router } from '../routing/contracts.js';
+import { OutputText } from '../text/output-text.js';
+import type { PromptTokenizer } from '../text/prompt-tokenizer.js';
+import { streamAnswer } from './answer-stream.js';
+import { errorAnswer, toFrontendError } from './error-table.js';
+import { chatJob, completionsJob, type ChatBody, type CompletionJob, type CompletionsBody } from './openai-request.js';
+import { CHAT_COMPLETIONS_BODY, COMPLETIONS_BODY } from './openai-schemas.js';
+import { ChunkShapes, idPrefix, usage, wholeResponse } from './openai-shapes.js';
+
+export interface OpenAiRouteDeps {
+  readonly router: Router;
+  readonly workers: WorkerClients;
+  readonly tokenizer: PromptTokenizer;
+  readonly metrics: FrontendMetrics;
+  readonly logger: Logger;
+  readonly overloadStatus: number;
+  readonly retryAfterS: number;
+  /** Wall clock, ms, for `created`. */
+  readonly now: () => number;
+  readonly newRequestId: () => string;
+  /** `created` of every model in /v1/models (unix seconds). */
+  readonly modelsCreated: number;
+}
+
+/** Per request: its metrics, and the signal that fires when its client goes away. */
+interface RequestState {
+  readonly record: RequestRecord;
+  readonly abort: AbortController;
+}
+
+const ENDPOINTS: Readonly<Record<string, Endpoint>> = { '/v1/completions': 'completions', '/v1/chat/completions': 'chat_completions' };
+
+export async function openAiRoutes(app: FastifyInstance, deps: OpenAiRouteDeps): Promise<void> {
+  const states = new WeakMap<FastifyRequest, RequestState>();
+  const errorOptions = { overloadStatus: deps.overloadStatus };
+
+  app.addHook('onRequest', (request, reply, done) => {
+    const endpoint = ENDPOINTS[request.routeOptions.url ?? ''];
+    if (endpoint !== undefined) {
+      const state: RequestState = { record: deps.metrics.startRequest(endpoint), abort: new AbortController() };
+      states.set(request, state);
+      // 'close' without 'finish' = the connection went before the answer was complete.
+      let finished = false;
+      reply.raw.once('finish', () => (finished = true));
+      reply.raw.once('close', () => {
+        if (!finished) state.abort.abort();
+        state.record.finish(finished ? reply.raw.statusCode : CLIENT_CLOSED_STATUS);
+      });
+    }
+    done();
+  });
+
+  app.setErrorHandler((error, request, reply) => {
+    if (error instanceof ClientGoneError || reply.raw.headersSent) {
+      reply.hijack();
+      if (!reply.raw.destroyed && !reply.raw.writableEnded) reply.raw.destroy();
+      return;
+    }
+    const failure = toFrontendError(error);
+    const { status, body } = errorAnswer(failure, errorOptions);
+    if (failure.kind === 'overloaded') {
+      states.get(request)?.record.rejected();
+      void reply.header('retry-after', String(deps.retryAfterS));
+    }
+    if (failure.kind === 'internal') deps.logger.error('request failed', { url: request.url, error: failure.message });
+    return reply.code(status).type('application/json').send(body);
+  });
+
+  app.get('/v1/models', async () => ({
+    object: 'list',
+    data: deps.router.models().map((id) => ({ id, object: 'model', created: deps.modelsCreated, owned_by: 'dynamo-sidecar' })),
+  }));
+
+  app.post<{ Body: ChatBody }>('/v1/chat/completions', { schema: { body: CHAT_COMPLETIONS_BODY }, sse: 'manual' }, async (request, reply) =>
+    answer(request, reply, chatJob(request.body, deps.tokenizer)),
+  );
+  app.post<{ Body: CompletionsBody }>('/v1/completions', { schema: { body: COMPLETIONS_BODY }, sse: 'manual' }, async (request, reply) =>
+    answer(request, reply, completionsJob(request.body, deps.tokenizer)),
+  );
+
+  async function answer(request: FastifyRequest, reply: FastifyReply, job: CompletionJob): Promise<object | undefined> {
+    const { record, abort } = states.get(request)!;
+    record.setModel(deps.router.models().includes(job.model) ? job.model : UNKNOWN_MODEL_LABEL);
+    const requestId = deps.newRequestId();
+    const generation = await startGeneration(deps, { ...job, requestId }, record, abort.signal);
+    const head = { id: idPrefix(job.endpoint) + requestId, created: Math.floor(deps.now() / 1000), model: job.model };
+    const output = new OutputText(deps.tokenizer, job.stop);
+    if (job.stream) {
+      await streamAnswer(reply, { generation, output, shapes: new ChunkShapes(job.endpoint, head, job.includeUsage) }, errorOptions);
+      return undefined;
+    }
+    let text = '';
+    const summary = await readOutput(generation, output, (piece) => void (text += piece));
+    return wholeResponse(job.endpoint, head, text, summary.finishReason, usage(generation.promptTokens, summary.completionTokens));
+  }
+}
