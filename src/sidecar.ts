@@ -148,7 +148,7 @@ export async function startSidecar(config: SidecarConfig, deps: SidecarDeps): Pr
     ingressPort = await ingress.listen(config.listen);
     // Before anything is published or any watch is served: events carry the bound port.
     grpcAddress = formatHostPort(resolveAdvertiseAddress(config.advertiseAddress, config.listen.host, ingressPort));
-    reporting.setGrpcAddress(grpcAddress);
+    reporting.bound(grpcAddress, ingressPort);
     systemPort = await system.listen(config.systemHost, config.systemPort);
   } catch (err) {
     await Promise.all([ingress.close(0), system.close(), upstream.close(), reporting.close()]);

@@ -22,7 +22,7 @@ export const DEMO_DEFAULTS = Object.freeze({
   httpPort: 8000,
   engineRequestLimit: 8,
   requestQueueLimit: 4,
-  numGpuBlocks: 256,
+  numGpuBlocks: 128,
   decodeBlocksThreshold: 0.5,
   statusIntervalMs: 5000,
 });

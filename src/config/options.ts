@@ -149,7 +149,7 @@ export const SIDECAR_OPTIONS = {
   workerId: {
     flag: '--worker-id <n>',
     env: 'DYN_WORKER_ID',
-    defaultText: 'hash of host name and listen port',
+    defaultText: 'hash of host name and the bound listen port',
     help: 'worker_id in load events (integer < 2^53); stable across restarts by default',
   },
 } as const satisfies Record<string, OptionSpec>;

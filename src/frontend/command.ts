@@ -39,10 +39,11 @@ export function registerFrontendCommand(program: Command, io: CommandIo): Comman
   }
   command.addHelpText('after', FRONTEND_HELP_EPILOGUE);
   applyUsageExit(command, io);
-  command.action(async (flags: FrontendRawFlags) => {
+  // Commander names the repeatable --worker's list `worker`; the table key is `workers`.
+  command.action(async ({ worker, ...flags }: Omit<FrontendRawFlags, 'workers'> & { worker?: string[] }) => {
     let config: FrontendConfig;
     try {
-      config = parseFrontendConfig(flags, io.env);
+      config = parseFrontendConfig({ ...flags, workers: worker }, io.env);
     } catch (err) {
       if (!(err instanceof ConfigError)) throw err;
       for (const problem of err.problems) io.stderr.write(`dynamo-frontend: ${redactUrlCredentials(problem)}\n`);

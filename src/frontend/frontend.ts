@@ -9,16 +9,17 @@
 import { Registry } from 'prom-client';
 import type { Logger } from '../log.js';
 import { buildFrontendApp } from './http/app.js';
-import { FrontendMetrics } from './frontend-metrics.js';
 import type { FrontendConfig } from './frontend-config.js';
-import { WorkerClients } from './generate/worker-clients.js';
+import { GrpcWorkerClients } from './generate/worker-clients.js';
 import { WorkerRouter } from './routing/router.js';
 import { ThresholdStore } from './routing/thresholds.js';
 import { registerWorkerMetrics } from './routing/worker-metrics.js';
 import { WorkerPool } from './routing/worker-pool.js';
 import { NatsLoadSource } from './sources/nats-source.js';
 import { PushLoadSource } from './sources/push-source.js';
-import { defaultTokenizer, loadHuggingFaceTokenizer, type PromptTokenizer } from './text/tokenizer.js';
+import { createDefaultTokenizer } from './text/default-tokenizer.js';
+import { loadHuggingFaceTokenizer } from './text/huggingface-tokenizer.js';
+import type { PromptTokenizer } from './text/prompt-tokenizer.js';
 
 export interface FrontendDeps {
   readonly logger: Logger;
@@ -45,7 +46,7 @@ export async function startFrontend(config: FrontendConfig, deps: FrontendDeps):
   if (config.workers.length === 0 && config.natsServers === undefined) {
     throw new NoLoadSourceError('no workers to route to: give --worker HOST:PORT (repeatable) or --nats-url (NATS_SERVER)');
   }
-  const tokenizer = config.tokenizerPath === undefined ? defaultTokenizer() : await loadHuggingFaceTokenizer(config.tokenizerPath);
+  const tokenizer = config.tokenizerPath === undefined ? createDefaultTokenizer() : await loadHuggingFaceTokenizer(config.tokenizerPath);
 
   const registry = new Registry();
   const pool = new WorkerPool({ defaultHeartbeatMs: config.loadHeartbeatMs, leaseMs: config.overloadLeaseMs });
@@ -59,19 +60,17 @@ export async function startFrontend(config: FrontendConfig, deps: FrontendDeps):
     : undefined;
   const push = config.workers.length ? new PushLoadSource({ addresses: config.workers, pool, now, logger: logger.child({ component: 'worker-load' }), defaultHeartbeatMs: config.loadHeartbeatMs }) : undefined;
   registerWorkerMetrics(registry, pool, router, now, [nats, push].filter((s) => s !== undefined));
-  const metrics = new FrontendMetrics(registry);
   const sweep = setInterval(() => {
     for (const workerId of pool.sweep(now())) logger.info('worker forgotten: no load event for 10 heartbeats', { worker_id: workerId });
   }, config.loadHeartbeatMs);
   sweep.unref();
 
-  const workers = new WorkerClients();
+  const workers = new GrpcWorkerClients();
   const app = buildFrontendApp({
     router,
     thresholds,
     workers,
     tokenizer,
-    metrics,
     registry,
     logger,
     options: {

@@ -37,7 +37,6 @@ export interface LoadReportingDeps {
 export class LoadReporting {
   readonly tracker: LoadTracker;
   readonly subject: string;
-  readonly workerId: number;
   private readonly accounting: TrafficAccounting;
   private readonly scraper: EngineScraper | undefined;
   private readonly publisher: LoadPublisher | undefined;
@@ -47,10 +46,10 @@ export class LoadReporting {
 
   constructor(private readonly deps: LoadReportingDeps) {
     const { config, logger } = deps;
-    this.workerId = config.workerId ?? defaultWorkerId(hostname(), deps.listenPort);
+    const workerId = config.workerId ?? defaultWorkerId(hostname(), deps.listenPort);
     this.subject = loadSubject(config.namespace, config.component, config.endpoint);
     this.tracker = new LoadTracker({
-      workerId: this.workerId,
+      workerId,
       dataParallelSize: config.dataParallelSize,
       kvTotalBlocks: config.kvTotalBlocks,
       kvBlockSize: config.kvBlockSize,
@@ -80,7 +79,7 @@ export class LoadReporting {
         source: this.tracker,
         heartbeatMs: config.loadHeartbeatMs,
         livenessTimeoutMs: config.natsLivenessTimeoutMs,
-        name: `dynamo-sidecar-${this.workerId}`,
+        name: `dynamo-sidecar-${workerId}`,
         logger: logger.child({ component: 'nats' }),
       });
     }
@@ -101,9 +100,18 @@ export class LoadReporting {
     );
   }
 
-  /** Where frontends reach the ingress (grpc_address); set once it is bound, before start(). */
-  setGrpcAddress(address: string): void {
-    this.tracker.setGrpcAddress(address);
+  /**
+   * The ingress is bound: events carry where frontends reach it (grpc_address), and a default
+   * worker id hashes the bound port, so sidecars listening on port 0 never share an id.
+   * Call before start().
+   */
+  bound(grpcAddress: string, boundPort: number): void {
+    this.tracker.setGrpcAddress(grpcAddress);
+    if (this.deps.config.workerId === undefined) this.tracker.setWorkerId(defaultWorkerId(hostname(), boundPort));
+  }
+
+  get workerId(): number {
+    return this.tracker.workerId;
   }
 
   start(): void {

@@ -123,6 +123,7 @@ interface Rank {
 export class LoadTracker {
   readonly dataParallelSize: number;
   private readonly config: LoadTrackerConfig;
+  private workerIdValue: number;
   private readonly now: () => number;
   private readonly ranks: Rank[];
   private readonly listeners = new Set<() => void>();
@@ -137,6 +138,7 @@ export class LoadTracker {
     if (!Number.isInteger(size) || size < 1) throw new RangeError(`dataParallelSize must be a positive integer, got ${size}`);
     this.dataParallelSize = size;
     this.config = config;
+    this.workerIdValue = config.workerId;
     this.now = config.now ?? Date.now;
     this.model = config.model ?? null;
     this.grpcAddress = config.grpcAddress ?? '';
@@ -218,6 +220,17 @@ export class LoadTracker {
     this.changed();
   }
 
+  /** The default worker id depends on the bound port, known only after listening. */
+  setWorkerId(workerId: number): void {
+    if (this.workerIdValue === workerId) return;
+    this.workerIdValue = workerId;
+    this.changed();
+  }
+
+  get workerId(): number {
+    return this.workerIdValue;
+  }
+
   setGrpcAddress(address: string): void {
     if (this.grpcAddress === address) return;
     this.grpcAddress = address;
@@ -249,7 +262,7 @@ export class LoadTracker {
     for (const c of r.calls) decode += this.blocks(r, c);
     const { engineRequest, requestQueue, limit } = this.admission;
     return {
-      worker_id: this.config.workerId,
+      worker_id: this.workerIdValue,
       dp_rank: i,
       active_decode_blocks: decode,
       active_prefill_tokens: r.prefillTokens,

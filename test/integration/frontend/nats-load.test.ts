@@ -19,7 +19,7 @@ const clients: grpc.Client[] = [];
 
 beforeAll(async () => {
   nats = await startNatsServer();
-  const engine = ['--num-gpu-blocks', '64', '--block-size', '4', '--decode-step-ms', '20'];
+  const engine = ['--num-gpu-blocks', '64', '--block-size', '4', '--decode-step-ms', '50'];
   // A 1 s heartbeat: a NATS worker is forgotten after 10 s of silence, longer than the outage below.
   const sidecar = ['--nats-url', nats.url, '--load-heartbeat-ms', '1000'];
   workers = [await sys.worker({ engine, sidecar }), await sys.worker({ engine, sidecar })];
@@ -40,7 +40,7 @@ const chat = (frontend: FrontendProcess) => frontend.post('/v1/chat/completions'
 
 describe('load from NATS', () => {
   it('two NATS frontends and a push frontend make the same busy decisions for the same traffic', async () => {
-    const threshold = ['--active-decode-blocks-threshold', '0.2'];
+    const threshold = ['--active-decode-blocks-threshold', '0.1'];
     const frontends = [
       await ready(await sys.frontend(['--nats-url', nats.url, ...threshold])),
       await ready(await sys.frontend(['--nats-url', nats.url, ...threshold])),
@@ -48,10 +48,11 @@ describe('load from NATS', () => {
     ];
     for (const f of frontends) expect(await f.metric('dynamo_frontend_busy_workers', { model })).toBe(0);
 
-    // Fill worker 0's KV past 0.2 of 64 blocks with two long calls sent to its sidecar directly.
+    // Fill worker 0's KV past 0.1 of 64 blocks (a 32-token prompt is 8 blocks of 4) with one call
+    // sent to its sidecar directly, decoding for about 11 s (220 tokens at 50 ms, within the 256-token context).
     const client = engineClient(workers[0]!.sidecar.address);
     clients.push(client);
-    const calls = [0, 1].map((i) => startGenerate(client, { request_id: `fill-${i}`, tokenized: { original_text: '', input_ids: tokens(32) }, sampling_params: { max_tokens: 4000, ignore_eos: true }, stream: true }));
+    const calls = [startGenerate(client, { request_id: 'fill', tokenized: { original_text: '', input_ids: tokens(32) }, sampling_params: { max_tokens: 220, ignore_eos: true }, stream: true })];
     calls.forEach((c) => c.on('error', () => {}));
     for (const f of frontends) await waitFor(async () => (await f.metric('dynamo_frontend_busy_workers', { model })) === 1, 'worker 0 to be busy at every frontend', 15_000, 50);
 
