@@ -17,20 +17,35 @@ export type FinishReason = 'stop' | 'length';
 
 export type GenerationEvent = { readonly kind: 'tokens'; readonly ids: readonly number[] } | { readonly kind: 'done'; readonly finishReason: FinishReason };
 
+export interface GenerationParts {
+  readonly stream: WorkerStream;
+  readonly inflight: InFlight;
+  readonly record: RequestRecord;
+  /** Fires when the client leaves. */
+  readonly signal: AbortSignal;
+  /** Called once by close(): removes the abort listener the attempt loop added. */
+  readonly onClose: () => void;
+  /** The worker's address, kept out of client messages. */
+  readonly address: string;
+  readonly promptTokens: number;
+}
+
 export class Generation {
   private streamed = 0;
   private pendingDone: FinishReason | undefined;
   private closed = false;
 
-  constructor(
-    private readonly stream: WorkerStream,
-    private readonly inflight: InFlight,
-    private readonly record: RequestRecord,
-    private readonly signal: AbortSignal,
-    /** Called once by close(): removes the abort listener the attempt loop added. */
-    private readonly onClose: () => void,
-    readonly promptTokens: number,
-  ) {}
+  private readonly stream: WorkerStream;
+  private readonly inflight: InFlight;
+  private readonly record: RequestRecord;
+  private readonly signal: AbortSignal;
+  private readonly onClose: () => void;
+  private readonly address: string;
+  readonly promptTokens: number;
+
+  constructor(parts: GenerationParts) {
+    ({ stream: this.stream, inflight: this.inflight, record: this.record, signal: this.signal, onClose: this.onClose, address: this.address, promptTokens: this.promptTokens } = parts);
+  }
 
   /** Output tokens received so far. */
   get completionTokens(): number {
@@ -44,7 +59,7 @@ export class Generation {
     for (;;) {
       const item = await this.stream.next();
       if (this.signal.aborted) throw this.fail(new ClientGoneError());
-      if (item.kind === 'end') throw this.fail(endedEarly(item.status));
+      if (item.kind === 'end') throw this.fail(endedEarly(item.status, this.address));
       const event = this.fromMessage(item.message);
       if (event !== undefined) return event;
     }
@@ -101,11 +116,19 @@ function finishReason(reason: string): FinishReason | undefined {
   return 'stop';
 }
 
-/** The call ended without a complete message: what to tell the client. */
-export function endedEarly(status: CallStatus): FrontendError {
+/** The call ended without a complete message: what to tell the client (never the worker's address). */
+export function endedEarly(status: CallStatus, address: string): FrontendError {
   if (status.code === GrpcStatus.OK) return new FrontendError('worker_failed', 'the worker ended the call without finishing the output');
   if (status.code === GrpcStatus.DEADLINE_EXCEEDED) return new FrontendError('worker_timeout', 'the worker did not finish before the request deadline');
   // The engine's own words about the request (prompt too long, ...): the client's to fix, not a 502 to retry.
-  if (status.code === GrpcStatus.INVALID_ARGUMENT) return new FrontendError('bad_request', `the worker rejected the request: ${status.details.slice(0, 300)}`);
+  if (status.code === GrpcStatus.INVALID_ARGUMENT) return new FrontendError('bad_request', `the worker rejected the request: ${withoutAddresses(status.details, address).slice(0, 300)}`);
   return new FrontendError('worker_failed', `the worker failed the request (${statusName(status.code)})`);
+}
+
+/** `text` with the worker's address and anything like an IPv4 address or host:port replaced. */
+function withoutAddresses(text: string, address: string): string {
+  return text
+    .replaceAll(address, '<worker>')
+    .replace(/\b\d{1,3}(?:\.\d{1,3}){3}(?::\d+)?\b/gu, '<worker>')
+    .replace(/\[[0-9a-f:]+\](?::\d+)?/giu, '<worker>');
 }
