@@ -7,6 +7,7 @@
  */
 import type { GenerateResponseMessage } from '../../engine/proto.js';
 import { GrpcStatus, statusName } from '../../grpc/status.js';
+import type { Logger } from '../../log.js';
 import type { RequestRecord } from '../frontend-metrics.js';
 import type { InFlight } from '../routing/contracts.js';
 import { ClientGoneError, FrontendError } from './errors.js';
@@ -25,9 +26,11 @@ export interface GenerationParts {
   readonly signal: AbortSignal;
   /** Called once by close(): removes the abort listener the attempt loop added. */
   readonly onClose: () => void;
-  /** The worker's address, kept out of client messages. */
+  /** The worker's address, kept out of client messages (logged instead). */
   readonly address: string;
+  readonly workerId: string;
   readonly promptTokens: number;
+  readonly logger: Logger;
 }
 
 export class Generation {
@@ -35,16 +38,10 @@ export class Generation {
   private pendingDone: FinishReason | undefined;
   private closed = false;
 
-  private readonly stream: WorkerStream;
-  private readonly inflight: InFlight;
-  private readonly record: RequestRecord;
-  private readonly signal: AbortSignal;
-  private readonly onClose: () => void;
-  private readonly address: string;
-  readonly promptTokens: number;
+  constructor(private readonly parts: GenerationParts) {}
 
-  constructor(parts: GenerationParts) {
-    ({ stream: this.stream, inflight: this.inflight, record: this.record, signal: this.signal, onClose: this.onClose, address: this.address, promptTokens: this.promptTokens } = parts);
+  get promptTokens(): number {
+    return this.parts.promptTokens;
   }
 
   /** Output tokens received so far. */
@@ -57,9 +54,13 @@ export class Generation {
     if (this.pendingDone !== undefined) return this.done(this.pendingDone);
     if (this.closed) throw new FrontendError('internal', 'generation read after it was closed');
     for (;;) {
-      const item = await this.stream.next();
-      if (this.signal.aborted) throw this.fail(new ClientGoneError());
-      if (item.kind === 'end') throw this.fail(endedEarly(item.status, this.address));
+      const item = await this.parts.stream.next();
+      if (this.parts.signal.aborted) throw this.fail(new ClientGoneError());
+      if (item.kind === 'end') {
+        const { workerId, address, logger } = this.parts;
+        logger.warn('worker failed a request after output started', { worker_id: workerId, address, code: item.status.code, details: item.status.details, output_tokens: this.streamed });
+        throw this.fail(endedEarly(item.status, address));
+      }
       const event = this.fromMessage(item.message);
       if (event !== undefined) return event;
     }
@@ -69,9 +70,9 @@ export class Generation {
   close(): void {
     if (this.closed) return;
     this.closed = true;
-    this.stream.cancel();
-    this.inflight.end();
-    this.onClose();
+    this.parts.stream.cancel();
+    this.parts.inflight.end();
+    this.parts.onClose();
   }
 
   private fromMessage(message: GenerateResponseMessage): GenerationEvent | undefined {
@@ -92,8 +93,8 @@ export class Generation {
   private tokens(ids: readonly number[]): GenerationEvent | undefined {
     if (ids.length === 0) return undefined;
     this.streamed += ids.length;
-    this.inflight.outputTokens(ids.length);
-    this.record.tokens(ids.length);
+    this.parts.inflight.outputTokens(ids.length);
+    this.parts.record.tokens(ids.length);
     return { kind: 'tokens', ids };
   }
 
