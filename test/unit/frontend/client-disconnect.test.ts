@@ -3,7 +3,7 @@ import { request as httpRequest, type ClientRequest } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { waitFor } from '../../support/wait.js';
-import { metricValue, testApp, type FakeCall, type TestApp } from './fakes.js';
+import { hangs, metricValue, testApp, type FakeCall, type TestApp } from './fakes.js';
 
 let t: TestApp;
 let client: ClientRequest | undefined;
@@ -51,7 +51,7 @@ describe('a client that disconnects', () => {
 
   it('while waiting for a whole answer: the worker call is cancelled before any output', async () => {
     t = testApp();
-    t.workers.defaultScript = () => {};
+    t.workers.defaultScript = hangs;
     const port = await listen();
     send(port, {});
     await waitFor(() => t.workers.calls.length === 1, 'the worker call');
