@@ -66,17 +66,18 @@ export async function startGeneration(deps: AttemptDeps, request: GenerationRequ
     const first = await stream.peek();
     const removeListener = (): void => signal.removeEventListener('abort', onAbort);
     if (first.kind === 'message' && !signal.aborted) {
-      return new Generation(stream, inflight, record, signal, removeListener, promptTokens);
+      return new Generation({ stream, inflight, record, signal, onClose: removeListener, address: target.address, workerId: target.workerId, promptTokens, logger });
     }
     stream.cancel();
     inflight.end();
     removeListener();
     if (signal.aborted) throw new ClientGoneError();
-    const { code, details } = first.kind === 'end' ? first.status : { code: GrpcStatus.UNKNOWN, details: '' };
+    if (first.kind !== 'end') throw new FrontendError('internal', 'attempt ended with a message unread');
+    const { code, details } = first.status;
     const refusal = code === GrpcStatus.RESOURCE_EXHAUSTED ? 'overloaded' : code === GrpcStatus.UNAVAILABLE ? 'unreachable' : undefined;
     if (refusal === undefined) {
       logger.warn('worker failed a request before any output', { model: request.model, worker_id: target.workerId, address: target.address, code, details });
-      throw first.kind === 'end' ? endedEarly(first.status) : new FrontendError('worker_failed', 'the worker failed the request');
+      throw endedEarly(first.status, target.address);
     }
     router.workerRefused(target, refusal);
     record.workerRefused(refusal);

@@ -7,6 +7,7 @@
  */
 import type { GenerateResponseMessage } from '../../engine/proto.js';
 import { GrpcStatus, statusName } from '../../grpc/status.js';
+import type { Logger } from '../../log.js';
 import type { RequestRecord } from '../frontend-metrics.js';
 import type { InFlight } from '../routing/contracts.js';
 import { ClientGoneError, FrontendError } from './errors.js';
@@ -17,20 +18,31 @@ export type FinishReason = 'stop' | 'length';
 
 export type GenerationEvent = { readonly kind: 'tokens'; readonly ids: readonly number[] } | { readonly kind: 'done'; readonly finishReason: FinishReason };
 
+export interface GenerationParts {
+  readonly stream: WorkerStream;
+  readonly inflight: InFlight;
+  readonly record: RequestRecord;
+  /** Fires when the client leaves. */
+  readonly signal: AbortSignal;
+  /** Called once by close(): removes the abort listener the attempt loop added. */
+  readonly onClose: () => void;
+  /** The worker's address, kept out of client messages (logged instead). */
+  readonly address: string;
+  readonly workerId: string;
+  readonly promptTokens: number;
+  readonly logger: Logger;
+}
+
 export class Generation {
   private streamed = 0;
   private pendingDone: FinishReason | undefined;
   private closed = false;
 
-  constructor(
-    private readonly stream: WorkerStream,
-    private readonly inflight: InFlight,
-    private readonly record: RequestRecord,
-    private readonly signal: AbortSignal,
-    /** Called once by close(): removes the abort listener the attempt loop added. */
-    private readonly onClose: () => void,
-    readonly promptTokens: number,
-  ) {}
+  constructor(private readonly parts: GenerationParts) {}
+
+  get promptTokens(): number {
+    return this.parts.promptTokens;
+  }
 
   /** Output tokens received so far. */
   get completionTokens(): number {
@@ -42,9 +54,13 @@ export class Generation {
     if (this.pendingDone !== undefined) return this.done(this.pendingDone);
     if (this.closed) throw new FrontendError('internal', 'generation read after it was closed');
     for (;;) {
-      const item = await this.stream.next();
-      if (this.signal.aborted) throw this.fail(new ClientGoneError());
-      if (item.kind === 'end') throw this.fail(endedEarly(item.status));
+      const item = await this.parts.stream.next();
+      if (this.parts.signal.aborted) throw this.fail(new ClientGoneError());
+      if (item.kind === 'end') {
+        const { workerId, address, logger } = this.parts;
+        logger.warn('worker failed a request after output started', { worker_id: workerId, address, code: item.status.code, details: item.status.details, output_tokens: this.streamed });
+        throw this.fail(endedEarly(item.status, address));
+      }
       const event = this.fromMessage(item.message);
       if (event !== undefined) return event;
     }
@@ -54,9 +70,9 @@ export class Generation {
   close(): void {
     if (this.closed) return;
     this.closed = true;
-    this.stream.cancel();
-    this.inflight.end();
-    this.onClose();
+    this.parts.stream.cancel();
+    this.parts.inflight.end();
+    this.parts.onClose();
   }
 
   private fromMessage(message: GenerateResponseMessage): GenerationEvent | undefined {
@@ -77,8 +93,8 @@ export class Generation {
   private tokens(ids: readonly number[]): GenerationEvent | undefined {
     if (ids.length === 0) return undefined;
     this.streamed += ids.length;
-    this.inflight.outputTokens(ids.length);
-    this.record.tokens(ids.length);
+    this.parts.inflight.outputTokens(ids.length);
+    this.parts.record.tokens(ids.length);
     return { kind: 'tokens', ids };
   }
 
@@ -101,11 +117,19 @@ function finishReason(reason: string): FinishReason | undefined {
   return 'stop';
 }
 
-/** The call ended without a complete message: what to tell the client. */
-export function endedEarly(status: CallStatus): FrontendError {
+/** The call ended without a complete message: what to tell the client (never the worker's address). */
+export function endedEarly(status: CallStatus, address: string): FrontendError {
   if (status.code === GrpcStatus.OK) return new FrontendError('worker_failed', 'the worker ended the call without finishing the output');
   if (status.code === GrpcStatus.DEADLINE_EXCEEDED) return new FrontendError('worker_timeout', 'the worker did not finish before the request deadline');
   // The engine's own words about the request (prompt too long, ...): the client's to fix, not a 502 to retry.
-  if (status.code === GrpcStatus.INVALID_ARGUMENT) return new FrontendError('bad_request', `the worker rejected the request: ${status.details.slice(0, 300)}`);
+  if (status.code === GrpcStatus.INVALID_ARGUMENT) return new FrontendError('bad_request', `the worker rejected the request: ${withoutAddresses(status.details, address).slice(0, 300)}`);
   return new FrontendError('worker_failed', `the worker failed the request (${statusName(status.code)})`);
+}
+
+/** `text` with the worker's address and anything like an IPv4 address or host:port replaced. */
+function withoutAddresses(text: string, address: string): string {
+  return text
+    .replaceAll(address, '<worker>')
+    .replace(/\b\d{1,3}(?:\.\d{1,3}){3}(?::\d+)?\b/gu, '<worker>')
+    .replace(/\[[0-9a-f:]+\](?::\d+)?/giu, '<worker>');
 }

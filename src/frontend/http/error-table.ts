@@ -59,14 +59,9 @@ export function toFrontendError(error: unknown): FrontendError {
   const e = error as { statusCode?: unknown; validation?: unknown; message?: unknown };
   const message = typeof e?.message === 'string' ? e.message : String(error);
   if (e?.validation !== undefined) return new FrontendError('bad_request', message);
-  switch (e?.statusCode) {
-    case 413:
-      return new FrontendError('payload_too_large', message);
-    case 415:
-      return new FrontendError('unsupported_media_type', message);
-    case 400:
-      return new FrontendError('bad_request', message);
-    default:
-      return new FrontendError('internal', message);
-  }
+  const status = typeof e?.statusCode === 'number' ? e.statusCode : 500;
+  if (status === 413) return new FrontendError('payload_too_large', message);
+  if (status === 415) return new FrontendError('unsupported_media_type', message);
+  if (status >= 400 && status < 500) return new FrontendError('bad_request', message);
+  return new FrontendError('internal', message);
 }
