@@ -34,6 +34,8 @@ export interface FrontendConfig {
   readonly tokenizerPath: string | undefined;
   readonly maxBodyBytes: number;
   readonly adminApi: boolean;
+  /** On shutdown, requests in progress get this long before their connections are closed. */
+  readonly shutdownGraceMs: number;
   readonly logLevel: LogLevel;
   /** Accepted-but-ignored settings and fallbacks, to log at startup. */
   readonly warnings: readonly string[];
@@ -46,6 +48,7 @@ export const DEFAULT_RETRY_AFTER_S = 1;
 export const DEFAULT_OVERLOAD_LEASE_MS = 1000;
 export const DEFAULT_FRONTEND_HEARTBEAT_MS = 1000;
 export const DEFAULT_MAX_BODY_BYTES = 8 * 1024 * 1024;
+export const DEFAULT_SHUTDOWN_GRACE_MS = 10_000;
 const LOG_LEVELS: readonly LogLevel[] = ['debug', 'info', 'warn', 'error'];
 
 export function parseFrontendConfig(flags: FrontendRawFlags, env: Env): FrontendConfig {
@@ -79,6 +82,7 @@ export function parseFrontendConfig(flags: FrontendRawFlags, env: Env): Frontend
     tokenizerPath: read.raw(key('tokenizer'))?.value.trim() || undefined,
     maxBodyBytes: read.integer(key('maxBodyBytes'), 1024, 1 << 30, DEFAULT_MAX_BODY_BYTES),
     adminApi: !read.boolean(key('disableAdminApi')),
+    shutdownGraceMs: read.integer(key('shutdownGraceMs'), 0, 3_600_000, DEFAULT_SHUTDOWN_GRACE_MS),
     logLevel: read.choice(key('logLevel'), LOG_LEVELS, 'info'),
     warnings: Object.freeze(warnings),
   };

@@ -108,7 +108,11 @@ export async function startFrontend(config: FrontendConfig, deps: FrontendDeps):
       closing ??= (async () => {
         clearInterval(sweep);
         push?.close();
+        // app.close() stops accepting and waits for requests in progress; past the grace their
+        // connections are closed, which aborts them and cancels their worker calls.
+        const force = setTimeout(() => app.server.closeAllConnections(), config.shutdownGraceMs);
         await app.close();
+        clearTimeout(force);
         workers.close();
         await nats?.close();
       })();

@@ -90,6 +90,12 @@ export const FRONTEND_OPTIONS = {
     defaultText: 'false',
     help: 'true: no /busy_threshold routes (404)',
   },
+  shutdownGraceMs: {
+    flag: '--shutdown-grace-ms <ms>',
+    env: 'DYN_FRONTEND_SHUTDOWN_GRACE_MS',
+    defaultText: '10000',
+    help: 'on SIGTERM, how long requests in progress (streams included) may run before their connections are closed (which cancels their worker calls)',
+  },
   logLevel: { flag: '--log-level <level>', env: 'DYN_LOG_LEVEL', defaultText: 'info', help: 'debug | info | warn | error (JSON lines on stderr)' },
 } as const satisfies Record<string, OptionSpec>;
 

@@ -76,7 +76,8 @@ export async function startGeneration(deps: AttemptDeps, request: GenerationRequ
     const { code, details } = first.status;
     const refusal = code === GrpcStatus.RESOURCE_EXHAUSTED ? 'overloaded' : code === GrpcStatus.UNAVAILABLE ? 'unreachable' : undefined;
     if (refusal === undefined) {
-      logger.warn('worker failed a request before any output', { model: request.model, worker_id: target.workerId, address: target.address, code, details });
+      // debug, not warn: a failing worker would log once per request; dynamo_frontend_requests_total{status="502"} counts them.
+      logger.debug('worker failed a request before any output', { model: request.model, worker_id: target.workerId, address: target.address, code, details });
       throw endedEarly(first.status, target.address);
     }
     router.workerRefused(target, refusal);

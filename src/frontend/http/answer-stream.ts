@@ -51,6 +51,7 @@ export async function streamAnswer(reply: FastifyReply, answer: StreamAnswer, op
   } catch (error) {
     if (!started || error instanceof ClientGoneError) throw error;
     const { body } = errorAnswer(toFrontendError(error), options);
-    await send({ error: body }).catch(() => {});
+    // Inside a stream the OpenAI shape: the error alone, under `error`.
+    await send({ error: body.error }).catch(() => {});
   }
 }

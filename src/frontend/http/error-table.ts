@@ -1,6 +1,8 @@
 /**
  * The one table from FrontendError kinds to HTTP answers on the OpenAI routes, in Dynamo's
- * flat shape {message, type, code} (code = the status used, plus `details` for overloads).
+ * flat shape {message, type, code} (code = the status used, plus `details` for overloads), with
+ * the same three fields repeated under `error`: OpenAI's SDKs read only `body.error`, and without
+ * it an overload surfaces there as "529 status code (no body)".
  * Messages a worker or the router produced are not shown for 404/503/529: clients get the
  * fixed texts Dynamo uses, and never a worker's address. Fastify's own errors (schema, JSON,
  * media type, body size) are mapped to kinds here too, so nothing else decides a status.
@@ -39,6 +41,8 @@ export interface ErrorBody {
   readonly type: string;
   readonly code: number;
   readonly details?: OverloadDetails;
+  /** The same message, type and code, where OpenAI's SDKs look. */
+  readonly error: { readonly message: string; readonly type: string; readonly code: number };
 }
 
 export interface ErrorAnswer {
@@ -49,8 +53,9 @@ export interface ErrorAnswer {
 export function errorAnswer(error: FrontendError, options: ErrorAnswerOptions): ErrorAnswer {
   const spec = ERROR_TABLE[error.kind];
   const status = spec.status(options);
-  const body: ErrorBody = { message: spec.message ?? error.message, type: spec.type, code: status };
-  return { status, body: error.details === undefined ? body : { ...body, details: error.details } };
+  const fields = { message: spec.message ?? error.message, type: spec.type, code: status };
+  const body: ErrorBody = error.details === undefined ? { ...fields, error: fields } : { ...fields, details: error.details, error: fields };
+  return { status, body };
 }
 
 /** Any thrown value as a FrontendError: ours as they are, Fastify's by their status, the rest internal. */

@@ -107,7 +107,7 @@ describe('the openai client', () => {
     expect(res.usage).toMatchObject({ prompt_tokens: 4, completion_tokens: 4 });
   });
 
-  it('surfaces an overload as an APIError with status 529, Retry-After, and our body on the wire', async () => {
+  it("surfaces an overload as the SDK's APIError with status 529, Retry-After, our message, and our body on the wire", async () => {
     router.decide = () => ({ kind: 'overloaded', details: OVERLOAD_DETAILS });
     try {
       const error = await client.chat.completions.create({ model: 'sim', messages: [{ role: 'user', content: 'hi' }] }).then(
@@ -117,7 +117,11 @@ describe('the openai client', () => {
       expect(error).toBeInstanceOf(APIError);
       expect((error as APIError).status).toBe(529);
       expect((error as APIError).headers?.get('retry-after')).toBe('1');
-      expect(JSON.parse(lastBody)).toEqual({ message: 'Service temporarily overloaded', type: 'Overloaded', code: 529, details: OVERLOAD_DETAILS });
+      const overload = { message: 'Service temporarily overloaded', type: 'Overloaded', code: 529 };
+      expect(JSON.parse(lastBody)).toEqual({ ...overload, details: OVERLOAD_DETAILS, error: overload });
+      // The SDK reads body.error: our message, type and code reach the application.
+      expect((error as APIError).message).toBe('529 Service temporarily overloaded');
+      expect((error as APIError).error).toEqual(overload);
       // A streaming request is refused the same way, before any SSE byte.
       const streamError = await client.chat.completions.create({ model: 'sim', messages: [{ role: 'user', content: 'hi' }], stream: true }).then(
         () => undefined,

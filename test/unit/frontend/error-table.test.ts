@@ -28,7 +28,13 @@ describe('the error table', () => {
   it('carries the overload details and the configured overload status', () => {
     expect(errorAnswer(new FrontendError('overloaded', 'x', OVERLOAD_DETAILS), { overloadStatus: 503 })).toEqual({
       status: 503,
-      body: { message: 'Service temporarily overloaded', type: 'Overloaded', code: 503, details: OVERLOAD_DETAILS },
+      body: {
+        message: 'Service temporarily overloaded',
+        type: 'Overloaded',
+        code: 503,
+        details: OVERLOAD_DETAILS,
+        error: { message: 'Service temporarily overloaded', type: 'Overloaded', code: 503 },
+      },
     });
   });
 

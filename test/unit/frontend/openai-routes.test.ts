@@ -179,7 +179,7 @@ describe('request errors', () => {
   const expectBadRequest = (res: { statusCode: number; json(): unknown }, message: string | RegExp) => {
     expect(res.statusCode).toBe(400);
     const body = res.json() as { message: string };
-    expect(body).toEqual({ message: expect.any(String), type: 'BadRequest', code: 400 });
+    expect(body).toEqual({ message: expect.any(String), type: 'BadRequest', code: 400, error: { message: expect.any(String), type: 'BadRequest', code: 400 } });
     expect(body.message).toMatch(message);
   };
 
@@ -210,10 +210,10 @@ describe('request errors', () => {
     expect(bad.json()).toMatchObject({ type: 'BadRequest', code: 400 });
     const text = await t.app.inject({ method: 'POST', url: '/v1/completions', headers: { 'content-type': 'text/plain' }, payload: '{}' });
     expect(text.statusCode).toBe(415);
-    expect(text.json()).toEqual({ message: expect.any(String), type: 'UnsupportedMediaType', code: 415 });
+    expect(text.json()).toEqual({ message: expect.any(String), type: 'UnsupportedMediaType', code: 415, error: { message: expect.any(String), type: 'UnsupportedMediaType', code: 415 } });
     const big = await completion({ prompt: 'x '.repeat(1000) });
     expect(big.statusCode).toBe(413);
-    expect(big.json()).toEqual({ message: expect.any(String), type: 'PayloadTooLarge', code: 413 });
+    expect(big.json()).toEqual({ message: expect.any(String), type: 'PayloadTooLarge', code: 413, error: { message: expect.any(String), type: 'PayloadTooLarge', code: 413 } });
   });
 
   it('count rejected bodies under the "unknown" model label with their status', async () => {

@@ -20,7 +20,8 @@ describe('route decisions', () => {
     t = testApp();
     const res = await chat({ model: 'nope' });
     expect(res.statusCode).toBe(404);
-    expect(res.json()).toEqual({ message: 'Model not found', type: 'Not Found', code: 404 });
+    const notFound = { message: 'Model not found', type: 'Not Found', code: 404 };
+    expect(res.json()).toEqual({ ...notFound, error: notFound });
     expect(await metricValue(t.registry, 'dynamo_frontend_requests_total', { model: 'unknown', status: '404' })).toBe(1);
     expect(await metricValue(t.registry, 'dynamo_frontend_requests_total', { model: 'nope' })).toBeUndefined();
   });
@@ -30,11 +31,11 @@ describe('route decisions', () => {
     t.router.decide = () => ({ kind: 'no_workers' });
     const none = await chat();
     expect(none.statusCode).toBe(503);
-    expect(none.json()).toEqual(UNAVAILABLE);
+    expect(none.json()).toEqual({ ...UNAVAILABLE, error: UNAVAILABLE });
     t.router.decide = () => ({ kind: 'unavailable', reason: 'worker 7 at 10.1.2.3:9000 unreachable' });
     const down = await completion();
     expect(down.statusCode).toBe(503);
-    expect(down.json()).toEqual(UNAVAILABLE);
+    expect(down.json()).toEqual({ ...UNAVAILABLE, error: UNAVAILABLE });
     expect(down.headers['retry-after']).toBeUndefined();
   });
 
@@ -45,7 +46,7 @@ describe('route decisions', () => {
       const res = await chat();
       expect(res.statusCode).toBe(529);
       expect(res.headers['retry-after']).toBe('3');
-      expect(res.json()).toEqual({ ...OVERLOADED, details: OVERLOAD_DETAILS });
+      expect(res.json()).toEqual({ ...OVERLOADED, details: OVERLOAD_DETAILS, error: OVERLOADED });
     }
     expect((await completion()).statusCode).toBe(529);
     expect(await rejections('chat_completions')).toBe(3);
@@ -69,7 +70,7 @@ describe('route decisions', () => {
     expect(res.statusCode).toBe(529);
     expect(res.headers['content-type']).toMatch(/^application\/json/u);
     expect(res.headers['retry-after']).toBe('1');
-    expect(res.json()).toEqual({ ...OVERLOADED, details: OVERLOAD_DETAILS });
+    expect(res.json()).toEqual({ ...OVERLOADED, details: OVERLOAD_DETAILS, error: OVERLOADED });
   });
 });
 
@@ -105,7 +106,7 @@ describe('the attempt loop', () => {
     t.workers.defaultScript = fails(GrpcStatus.RESOURCE_EXHAUSTED);
     const res = await chat();
     expect(res.statusCode).toBe(529);
-    expect(res.json()).toEqual({ ...OVERLOADED, details: { ...OVERLOAD_DETAILS, tried: 2 } });
+    expect(res.json()).toEqual({ ...OVERLOADED, details: { ...OVERLOAD_DETAILS, tried: 2 }, error: OVERLOADED });
     expect(t.router.refused.map((r) => r.workerId)).toEqual(['1', '2']);
     expect(t.router.inflight.map((f) => f.ends)).toEqual([1, 1]);
     expect(await rejections('chat_completions')).toBe(1);
@@ -154,7 +155,8 @@ describe('the attempt loop', () => {
     t.workers.defaultScript = failsAfter([1], GrpcStatus.INTERNAL);
     const res = await completion();
     expect(res.statusCode).toBe(502);
-    expect(res.json()).toEqual({ message: 'the worker failed the request (INTERNAL)', type: 'Bad Gateway', code: 502 });
+    const failed = { message: 'the worker failed the request (INTERNAL)', type: 'Bad Gateway', code: 502 };
+    expect(res.json()).toEqual({ ...failed, error: failed });
     expect(t.router.inflight).toMatchObject([{ ends: 1 }]);
   });
 
