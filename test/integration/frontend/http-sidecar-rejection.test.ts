@@ -118,6 +118,7 @@ describe('the frontend over real sidecars', () => {
       type: 'Overloaded',
       code: 529,
       details: { workers: 2, busy: 1, worker_overloaded: 1, tried: 2, checks: { active_prefill_tokens_threshold: 1 } },
+      error: { message: 'Service temporarily overloaded', type: 'Overloaded', code: 529 },
     });
     expect(router.refused.map((r) => r.kind)).toEqual(['overloaded', 'overloaded']);
     expect(await metricValue(registry, 'dynamo_frontend_model_rejection_total', { model: 'sim', endpoint: 'chat_completions' })).toBe(before + 1);

@@ -1,16 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { ConfigError } from '../../../src/config/config-error.js';
 import { parseFrontendConfig } from '../../../src/frontend/frontend-config.js';
-
-const problems = (run: () => unknown): string[] => {
-  try {
-    run();
-  } catch (err) {
-    if (err instanceof ConfigError) return err.problems;
-    throw err;
-  }
-  return [];
-};
+import { problemsOf } from '../../support/config-problems.js';
 
 describe('frontend config', () => {
   it('defaults: port 8000, least-loaded, no thresholds, 529, admin API on', () => {
@@ -38,7 +28,7 @@ describe('frontend config', () => {
   });
 
   it('every bad value is reported at once, naming its flag or variable', () => {
-    const found = problems(() =>
+    const found = problemsOf(() =>
       parseFrontendConfig(
         { activeDecodeBlocksThreshold: '1.5', activePrefillTokensThreshold: '-1', routerMode: 'fastest', workers: ['nope'] },
         { DYN_ACTIVE_PREFILL_TOKENS_THRESHOLD_FRAC: 'NaN', DYN_HTTP_PORT: '70000', NATS_SERVER: 'http://x' },
