@@ -31,7 +31,7 @@ interface DemoFlags {
   httpPort: string;
   workers: string;
   engineRequestLimit: string;
-  decodeBlocksThreshold: string;
+  activeDecodeBlocksThreshold: string;
   quiet?: boolean;
 }
 
@@ -43,7 +43,7 @@ export function registerDemoCommand(program: Command, io: CommandIo): Command {
     .option('--http-port <port>', "the frontend's HTTP port; 0 picks a free one", String(d.httpPort))
     .option('--workers <n>', 'simulated workers (engine + sidecar each), 1..16', String(d.workers))
     .option('--engine-request-limit <n>', `each sidecar's engine request limit N (queue Q = ${d.requestQueueLimit})`, String(d.engineRequestLimit))
-    .option('--decode-blocks-threshold <fraction>', `the frontend's --active-decode-blocks-threshold (each engine has ${d.numGpuBlocks} KV blocks)`, String(d.decodeBlocksThreshold))
+    .option('--active-decode-blocks-threshold <fraction>', `the frontend's --active-decode-blocks-threshold (each engine has ${d.numGpuBlocks} KV blocks)`, String(d.decodeBlocksThreshold))
     .option('--quiet', 'no status line');
   applyUsageExit(command, io);
   command.action(async (flags: DemoFlags) => {
@@ -56,7 +56,7 @@ export function registerDemoCommand(program: Command, io: CommandIo): Command {
     try {
       // Parsed by the real parsers, so a bad value gets the same message as on the real commands.
       parseSidecarConfig({ engineRequestLimit: flags.engineRequestLimit }, {});
-      frontendConfig = parseFrontendConfig({ httpPort: flags.httpPort, activeDecodeBlocksThreshold: flags.decodeBlocksThreshold, workers: ['127.0.0.1:1'] }, {});
+      frontendConfig = parseFrontendConfig({ httpPort: flags.httpPort, activeDecodeBlocksThreshold: flags.activeDecodeBlocksThreshold, workers: ['127.0.0.1:1'] }, {});
     } catch (err) {
       if (!(err instanceof ConfigError)) throw err;
       for (const problem of err.problems) io.stderr.write(`dynamo-sidecar demo: ${problem}\n`);
@@ -88,7 +88,7 @@ async function runDemo(count: number, flags: DemoFlags, httpPort: number, io: Co
       sidecars.push(await startSidecar(config, { logger: logger.child({ worker: i + 1 }), upstream: { host: '127.0.0.1', port: engine.grpcPort }, engineMetricsUrl: engine.metricsUrl }));
     }
     const workers = sidecars.map((s) => `127.0.0.1:${s.ingressPort}`);
-    const config = parseFrontendConfig({ httpPort: String(httpPort), activeDecodeBlocksThreshold: flags.decodeBlocksThreshold, workers }, {});
+    const config = parseFrontendConfig({ httpPort: String(httpPort), activeDecodeBlocksThreshold: flags.activeDecodeBlocksThreshold, workers }, {});
     frontend = await startFrontend(config, { logger: logger.child({ component: 'frontend' }) });
     const url = `http://127.0.0.1:${frontend.port}`;
     io.stdout.write(

@@ -77,7 +77,7 @@ async function runFrontend(config: FrontendConfig, io: CommandIo): Promise<void>
     return io.exit(err instanceof NoLoadSourceError ? USAGE_EXIT_CODE : 1);
   }
   io.stdout.write(`dynamo-frontend: ${describeFrontend(config, frontend.port)}\n`);
-  logger.info('started', { port: frontend.port, tokenizer: frontend.tokenizer.name });
+  logger.info('started', { port: frontend.port, admin_port: frontend.adminPort ?? frontend.port, admin_api: config.adminApi, tokenizer: frontend.tokenizer.name });
   const signal = await waitForSignal(io);
   onFirstSignal(io, () => io.exit(1));
   await stopFrontend(frontend, logger, signal);

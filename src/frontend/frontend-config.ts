@@ -4,7 +4,7 @@
  * that Dynamo tolerates with a warning (--admission-control, a bad overload status) produce
  * `warnings` for the command to log, not errors.
  */
-import { parseHostPort, formatHostPort } from '../config/host-port.js';
+import { parseHostPort, formatHostPort, type HostPort } from '../config/host-port.js';
 import { OptionReader, parseNatsServers, type Env } from '../config/sidecar-config.js';
 import type { LogLevel } from '../log.js';
 import type { Thresholds } from './routing/contracts.js';
@@ -34,6 +34,8 @@ export interface FrontendConfig {
   readonly tokenizerPath: string | undefined;
   readonly maxBodyBytes: number;
   readonly adminApi: boolean;
+  /** `undefined`: the admin API shares the HTTP port. */
+  readonly adminAddress: HostPort | undefined;
   /** On shutdown, requests in progress get this long before their connections are closed. */
   readonly shutdownGraceMs: number;
   readonly logLevel: LogLevel;
@@ -82,6 +84,7 @@ export function parseFrontendConfig(flags: FrontendRawFlags, env: Env): Frontend
     tokenizerPath: read.raw(key('tokenizer'))?.value.trim() || undefined,
     maxBodyBytes: read.integer(key('maxBodyBytes'), 1024, 1 << 30, DEFAULT_MAX_BODY_BYTES),
     adminApi: !read.boolean(key('disableAdminApi')),
+    adminAddress: read.hostPort(key('adminAddress'), true, undefined),
     shutdownGraceMs: read.integer(key('shutdownGraceMs'), 0, 3_600_000, DEFAULT_SHUTDOWN_GRACE_MS),
     logLevel: read.choice(key('logLevel'), LOG_LEVELS, 'info'),
     warnings: Object.freeze(warnings),

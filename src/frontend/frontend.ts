@@ -8,7 +8,7 @@
  */
 import { Registry } from 'prom-client';
 import type { Logger } from '../log.js';
-import { buildFrontendApp } from './http/app.js';
+import { buildAdminApp, buildFrontendApp } from './http/app.js';
 import type { FrontendConfig } from './frontend-config.js';
 import { GrpcWorkerClients } from './generate/worker-clients.js';
 import { WorkerRouter } from './routing/router.js';
@@ -29,6 +29,8 @@ export interface FrontendDeps {
 
 export interface RunningFrontend {
   readonly port: number;
+  /** The admin API's own port with --admin-address, else undefined (it is on `port`). */
+  readonly adminPort: number | undefined;
   readonly pool: WorkerPool;
   readonly router: WorkerRouter;
   readonly registry: Registry;
@@ -76,23 +78,30 @@ export async function startFrontend(config: FrontendConfig, deps: FrontendDeps):
     options: {
       overloadStatus: config.overloadStatus,
       retryAfterS: config.retryAfterS,
-      adminApi: config.adminApi,
+      adminApi: config.adminApi && config.adminAddress === undefined,
       bodyLimitBytes: config.maxBodyBytes,
       ready: () => (router.ready() ? { ready: true } : { ready: false, reason: pool.size === 0 ? 'no worker known yet' : 'no worker reachable' }),
     },
   });
 
+  const admin = config.adminApi && config.adminAddress ? buildAdminApp({ router, thresholds, logger, bodyLimitBytes: config.maxBodyBytes }) : undefined;
+
   nats?.start();
   push?.start();
   let port: number;
+  let adminPort: number | undefined;
   try {
     await app.listen({ host: config.httpHost, port: config.httpPort });
     port = (app.server.address() as { port: number }).port;
+    if (admin && config.adminAddress) {
+      await admin.listen({ host: config.adminAddress.host, port: config.adminAddress.port });
+      adminPort = (admin.server.address() as { port: number }).port;
+    }
   } catch (err) {
     clearInterval(sweep);
     push?.close();
     await nats?.close();
-    await app.close();
+    await Promise.all([app.close(), admin?.close()]);
     workers.close();
     throw err;
   }
@@ -100,6 +109,7 @@ export async function startFrontend(config: FrontendConfig, deps: FrontendDeps):
   let closing: Promise<void> | undefined;
   return {
     port,
+    adminPort,
     pool,
     router,
     registry,
@@ -111,7 +121,7 @@ export async function startFrontend(config: FrontendConfig, deps: FrontendDeps):
         // app.close() stops accepting and waits for requests in progress; past the grace their
         // connections are closed, which aborts them and cancels their worker calls.
         const force = setTimeout(() => app.server.closeAllConnections(), config.shutdownGraceMs);
-        await app.close();
+        await Promise.all([app.close(), admin?.close()]);
         clearTimeout(force);
         workers.close();
         await nats?.close();

@@ -85,6 +85,12 @@ export const FRONTEND_OPTIONS = {
     help: "a HuggingFace tokenizer.json (or the folder holding it) to tokenize prompts and decode outputs with",
   },
   maxBodyBytes: { flag: '--max-body-bytes <n>', env: 'DYN_HTTP_MAX_BODY_BYTES', defaultText: '8388608', help: 'largest request body accepted (413 beyond)' },
+  adminAddress: {
+    flag: '--admin-address <host:port>',
+    env: 'DYN_FRONTEND_ADMIN_ADDRESS',
+    defaultText: 'none: the admin API is on the HTTP port',
+    help: 'serve /busy_threshold on this address only (e.g. 127.0.0.1:8001) instead of the HTTP port',
+  },
   disableAdminApi: {
     env: 'DYN_DISABLE_FRONTEND_ADMIN_API',
     defaultText: 'false',

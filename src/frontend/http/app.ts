@@ -64,15 +64,8 @@ const SYSTEM_CLOCK: FrontendClock = { now: () => Date.now(), monotonic: () => pe
 export function buildFrontendApp(deps: FrontendAppDeps): FastifyInstance {
   const { options, logger } = deps;
   const clock = deps.clock ?? SYSTEM_CLOCK;
-  const app = Fastify({
-    logger: false,
-    bodyLimit: options.bodyLimitBytes,
-    ajv: { customOptions: { coerceTypes: false, removeAdditional: false } },
-  });
-  app.removeContentTypeParser('text/plain');
+  const app = newFastify(options.bodyLimitBytes);
   void app.register(fastifySSE, { heartbeatInterval: options.sseHeartbeatMs ?? 15_000 });
-
-  app.setNotFoundHandler((request, reply) => reply.code(404).send({ message: `Route ${request.method} ${request.url.split('?')[0]} not found`, type: 'Not Found', code: 404 }));
 
   void app.register(openAiRoutes, {
     router: deps.router,
@@ -88,5 +81,24 @@ export function buildFrontendApp(deps: FrontendAppDeps): FastifyInstance {
   });
   if (options.adminApi) void app.register(busyThresholdRoutes, { router: deps.router, thresholds: deps.thresholds, logger });
   void app.register(healthRoutes, { registry: deps.registry, ready: () => options.ready() });
+  return app;
+}
+
+/** The admin API alone, for --admin-address (its own port, e.g. loopback only). */
+export function buildAdminApp(deps: Pick<FrontendAppDeps, 'router' | 'thresholds' | 'logger'> & { readonly bodyLimitBytes: number }): FastifyInstance {
+  const app = newFastify(deps.bodyLimitBytes);
+  void app.register(busyThresholdRoutes, { router: deps.router, thresholds: deps.thresholds, logger: deps.logger });
+  return app;
+}
+
+/** JSON bodies only (text/plain gets 415 like any other type); ajv does not coerce types. */
+function newFastify(bodyLimitBytes: number): FastifyInstance {
+  const app = Fastify({
+    logger: false,
+    bodyLimit: bodyLimitBytes,
+    ajv: { customOptions: { coerceTypes: false, removeAdditional: false } },
+  });
+  app.removeContentTypeParser('text/plain');
+  app.setNotFoundHandler((request, reply) => reply.code(404).send({ message: `Route ${request.method} ${request.url.split('?')[0]} not found`, type: 'Not Found', code: 404 }));
   return app;
 }

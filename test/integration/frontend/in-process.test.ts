@@ -1,7 +1,7 @@
 /**
- * Frontend shutdown, in process (engine, sidecar and frontend on 127.0.0.1 ports of their own):
- * close() waits for a request in progress up to the grace, then closes its connection, which
- * cancels the worker call, so the sidecar's slot is free and nothing hangs.
+ * The frontend in process over a real sidecar and simulated engine (127.0.0.1, ports of their
+ * own): where the admin API is served, and shutdown (close() waits for a request in progress up
+ * to the grace, then closes its connection, which cancels the worker call and frees the slot).
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseSidecarConfig } from '../../../src/config/sidecar-config.js';
@@ -25,11 +25,38 @@ afterAll(async () => {
   await engine?.close();
 });
 
+async function frontendWith(flags: Record<string, string>, env: Record<string, string> = {}) {
+  const config = parseFrontendConfig({ httpHost: '127.0.0.1', httpPort: '0', workers: [`127.0.0.1:${sidecar.ingressPort}`], ...flags }, env);
+  const frontend = await startFrontend(config, { logger: recordingLogger() });
+  await waitFor(() => frontend.router.ready(), 'the worker to be known');
+  return frontend;
+}
+
+const status = async (port: number, path: string): Promise<number> => (await fetch(`http://127.0.0.1:${port}${path}`)).status;
+
+describe('the admin API', () => {
+  it('is on the HTTP port by default, only on --admin-address when given, and nowhere when disabled', async () => {
+    const shared = await frontendWith({});
+    expect(await status(shared.port, '/busy_threshold')).toBe(200);
+    await shared.close();
+
+    const separate = await frontendWith({ adminAddress: '127.0.0.1:0' });
+    expect(separate.adminPort).toBeGreaterThan(0);
+    expect(await status(separate.adminPort!, '/busy_threshold')).toBe(200);
+    expect(await status(separate.port, '/busy_threshold')).toBe(404);
+    expect(await status(separate.port, '/v1/models')).toBe(200);
+    await separate.close();
+
+    const off = await frontendWith({ adminAddress: '127.0.0.1:0' }, { DYN_DISABLE_FRONTEND_ADMIN_API: 'true' });
+    expect(off.adminPort).toBeUndefined();
+    expect(await status(off.port, '/busy_threshold')).toBe(404);
+    await off.close();
+  });
+});
+
 describe('frontend shutdown', () => {
   it('gives a stream in progress the grace, then cuts it and frees the worker slot', async () => {
-    const config = parseFrontendConfig({ httpHost: '127.0.0.1', httpPort: '0', workers: [`127.0.0.1:${sidecar.ingressPort}`], shutdownGraceMs: '300' }, {});
-    const frontend = await startFrontend(config, { logger: recordingLogger() });
-    await waitFor(() => frontend.router.ready(), 'the worker to be known');
+    const frontend = await frontendWith({ shutdownGraceMs: '300' });
     const response = await fetch(`http://127.0.0.1:${frontend.port}/v1/completions`, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
