@@ -11,6 +11,7 @@
  * attempt counts as sent and ends in completed/rejected/errors on its own, so the summary's
  * invariant sent = completed + rejected + errors holds; `retries` says how many were retries.
  */
+import { setMaxListeners } from 'node:events';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { mulberry32 } from '../engine/prng.js';
 import type { LoadOptions } from './options.js';
@@ -51,6 +52,8 @@ export async function runLoad(input: Partial<LoadOptions>, hooks: LoadHooks = {}
   const transport = options.openai !== undefined ? await openAiTransport(options, random, recorder, hooks.signal) : grpcTransport(options, random, recorder);
   const inFlight = new Set<RunningAttempt>();
   const hardStop = new AbortController();
+  // One listener per request backing off before a retry: bounded by the concurrency, not a leak.
+  setMaxListeners(0, hardStop.signal);
   const startedAt = performance.now();
   let issued = 0;
   let softStopped = false;

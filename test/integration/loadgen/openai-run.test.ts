@@ -129,6 +129,21 @@ describe('runLoad --openai: overload', () => {
     });
   });
 
+  it('lets many requests back off at once without a listener-leak warning', async () => {
+    const warnings: string[] = [];
+    const onWarning = (w: Error): void => void warnings.push(w.name);
+    process.on('warning', onWarning);
+    try {
+      await withServer({ rejectFirst: 16, retryAfter: '1' }, async (server) => {
+        const s = await runLoad({ openai: server.url, concurrency: 16, count: 16, retry: 1, retryMaxMs: 200 });
+        expect({ sent: s.sent, completed: s.completed, retries: s.retries }).toEqual({ sent: 32, completed: 16, retries: 16 });
+      });
+    } finally {
+      process.off('warning', onWarning);
+    }
+    expect(warnings).not.toContain('MaxListenersExceededWarning');
+  });
+
   it('retries at the time a Retry-After HTTP date names', async () => {
     await withServer({ rejectFirst: 1, retryAfter: () => new Date(Date.now() + 2000).toUTCString() }, async (server) => {
       const s = await runLoad({ openai: server.url, count: 1, retry: 1 });
