@@ -12,8 +12,8 @@ import type { Logger } from '../../log.js';
 import type { RequestRecord } from '../frontend-metrics.js';
 import type { InFlight, RouteDecision, Router } from '../routing/contracts.js';
 import { ClientGoneError, FrontendError } from './errors.js';
-import { endedEarly, Generation } from './generation.js';
-import type { WorkerClients } from './worker-clients.js';
+import { endedEarly, Generation, isMessageTooLarge } from './generation.js';
+import type { CallStatus, WorkerClients } from './worker-clients.js';
 import { WorkerStream } from './worker-stream.js';
 
 export interface GenerationRequest {
@@ -74,7 +74,7 @@ export async function startGeneration(deps: AttemptDeps, request: GenerationRequ
     if (signal.aborted) throw new ClientGoneError();
     if (first.kind !== 'end') throw new FrontendError('internal', 'attempt ended with a message unread');
     const { code, details } = first.status;
-    const refusal = code === GrpcStatus.RESOURCE_EXHAUSTED ? 'overloaded' : code === GrpcStatus.UNAVAILABLE ? 'unreachable' : undefined;
+    const refusal = refusalOf(first.status);
     if (refusal === undefined) {
       // debug, not warn: a failing worker would log once per request; dynamo_frontend_requests_total{status="502"} counts them.
       logger.debug('worker failed a request before any output', { model: request.model, worker_id: target.workerId, address: target.address, code, details });
@@ -85,6 +85,12 @@ export async function startGeneration(deps: AttemptDeps, request: GenerationRequ
     tried.add(target.workerId);
     logger.debug('worker refused a request; trying another', { model: request.model, worker_id: target.workerId, reason: refusal, details });
   }
+}
+
+/** A refusal the router should hear about and another worker may not share; undefined = the request's own failure. */
+function refusalOf(status: CallStatus): 'overloaded' | 'unreachable' | undefined {
+  if (status.code === GrpcStatus.RESOURCE_EXHAUSTED) return isMessageTooLarge(status) ? undefined : 'overloaded';
+  return status.code === GrpcStatus.UNAVAILABLE ? 'unreachable' : undefined;
 }
 
 function generateRequest(request: GenerationRequest): GenerateRequestMessage {
