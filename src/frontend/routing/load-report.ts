@@ -33,6 +33,9 @@ export class InvalidLoadReportError extends Error {
   override readonly name = 'InvalidLoadReportError';
 }
 
+const MIN_HEARTBEAT_MS = 10;
+const MAX_HEARTBEAT_MS = 3_600_000;
+
 const HOST_PORT = /^(?:\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9._-]+):(\d{1,5})$/;
 
 function optionalCount(record: Record<string, unknown>, field: string): number | undefined {
@@ -70,6 +73,11 @@ export function parseRankReport(value: unknown): RankReport {
     if (!match || Number(match[1]) < 1 || Number(match[1]) > 65535) throw new InvalidLoadReportError(`grpc_address must be host:port, got ${JSON.stringify(grpcAddress)}`);
   }
   const heartbeatMs = optionalCount(record, 'heartbeat_ms');
+  // The sidecar's own range (--load-heartbeat-ms): staleness and forgetting are counted in the
+  // worker's heartbeats, so one event saying 1e15 would keep its load fresh for ever.
+  if (heartbeatMs !== undefined && heartbeatMs !== 0 && !(heartbeatMs >= MIN_HEARTBEAT_MS && heartbeatMs <= MAX_HEARTBEAT_MS)) {
+    throw new InvalidLoadReportError(`heartbeat_ms must be 0 (unknown) or in ${MIN_HEARTBEAT_MS}..${MAX_HEARTBEAT_MS}, got ${JSON.stringify(record['heartbeat_ms'])}`);
+  }
   return {
     workerId,
     dpRank,

@@ -5,7 +5,8 @@
  * the configured default):
  *   first report            -> known (routable once it has a model and an address)
  *   no report for > 3 beats -> its load is stale: unknown, which the busy rules treat as free
- *   no report for > 10 beats -> forgotten (NATS workers only; --worker ones stay, see below)
+ *   no report for > 10 beats -> forgotten (NATS workers only; --worker ones stay, see below);
+ *                              a rank silent that long while its worker reports others: dropped
  * While a source is down (NATS disconnected) its workers are neither stale-judged busy nor
  * forgotten: a broker outage must not empty the pool. On reconnect each gets a fresh window.
  *
@@ -110,7 +111,20 @@ export class WorkerPool {
       rank.report = report;
       rank.receivedAt = now;
     } else worker.ranks.set(report.dpRank, { report, receivedAt: now, inFlight: 0, inFlightBlocks: 0 });
+    this.dropSilentRanks(worker, now);
     return worker;
+  }
+
+  /**
+   * Ranks silent for FORGET_AFTER_HEARTBEATS while the worker reports others are gone (its dp
+   * size shrank across a restart under the same worker_id, or a stray event named the rank).
+   * Kept, their unknown load would count as free for ever: the worker could never be busy,
+   * and the router would ask for the phantom rank.
+   */
+  private dropSilentRanks(worker: WorkerState, now: number): void {
+    for (const [index, rank] of worker.ranks) {
+      if (now - rank.receivedAt > FORGET_AFTER_HEARTBEATS * worker.heartbeatMs) worker.ranks.delete(index);
+    }
   }
 
   /** The report of a rank if it is fresh, else undefined (unknown load = free). */

@@ -1,0 +1,60 @@
+/**
+ * Load events that lie or go out of date: a rank a worker no longer reports (its dp size
+ * shrank across a restart under the same worker_id, or one stray event said dp_rank 65535)
+ * must not keep the worker free forever, nor draw its traffic.
+ */
+import { describe, expect, it } from 'vitest';
+import { parseRankReport } from '../../../../src/frontend/routing/load-report.js';
+import { WorkerRouter } from '../../../../src/frontend/routing/router.js';
+import { NO_THRESHOLDS } from '../../../../src/frontend/routing/thresholds.js';
+import { FORGET_AFTER_HEARTBEATS, WorkerPool } from '../../../../src/frontend/routing/worker-pool.js';
+import { recordingLogger } from '../../../support/recording-logger.js';
+
+const HEARTBEAT = 100;
+
+function setup() {
+  let now = 10_000;
+  const pool = new WorkerPool({ defaultHeartbeatMs: HEARTBEAT, leaseMs: 1000 });
+  const thresholds = { ...NO_THRESHOLDS, active_prefill_tokens_threshold: 10 };
+  const router = new WorkerRouter({ mode: 'least-loaded', kvBlockSize: 16, trackOutputBlocks: false }, { pool, thresholds: () => thresholds, now: () => now, random: () => 0, logger: recordingLogger() });
+  const report = (fields: Record<string, unknown>) =>
+    pool.apply(parseRankReport({ worker_id: 7, model: 'm', grpc_address: '127.0.0.1:5007', heartbeat_ms: HEARTBEAT, ...fields }), now, 'nats');
+  return { pool, router, report, advance: (ms: number) => (now += ms) };
+}
+
+const none = new Set<string>();
+
+describe('a rank the worker stopped reporting', () => {
+  it('is dropped once silent as long as a forgotten worker, so the ranks still reported decide busy', () => {
+    const { router, report, advance } = setup();
+    report({ dp_rank: 0, active_prefill_tokens: 50 });
+    report({ dp_rank: 65535, active_prefill_tokens: 0 });
+    // Only rank 0 keeps reporting (busy), every heartbeat, for longer than the forget window.
+    for (let beat = 0; beat <= FORGET_AFTER_HEARTBEATS + 1; beat++) {
+      advance(HEARTBEAT);
+      report({ dp_rank: 0, active_prefill_tokens: 50 });
+    }
+    expect(router.route('m', none, 1).kind).toBe('overloaded');
+  });
+
+  it('is never the rank asked for once it is out of date, while a reported free rank exists', () => {
+    const { router, report, advance } = setup();
+    report({ dp_rank: 65535, active_prefill_tokens: 0 });
+    for (let beat = 0; beat <= FORGET_AFTER_HEARTBEATS + 1; beat++) {
+      advance(HEARTBEAT);
+      report({ dp_rank: 0, active_prefill_tokens: 5, active_decode_blocks: 3 });
+    }
+    const decision = router.route('m', none, 1);
+    expect(decision.kind === 'route' && decision.target.dpRank).toBe(0);
+  });
+});
+
+describe('a heartbeat_ms no sidecar can have', () => {
+  it('is refused like any malformed field, so one event cannot make its load fresh (and its worker remembered) for ever', () => {
+    for (const heartbeat_ms of [1e15, 3_600_001, 5]) {
+      expect(() => parseRankReport({ worker_id: 1, heartbeat_ms }), String(heartbeat_ms)).toThrow(/heartbeat_ms/u);
+    }
+    expect(parseRankReport({ worker_id: 1, heartbeat_ms: 3_600_000 }).heartbeatMs).toBe(3_600_000);
+    expect(parseRankReport({ worker_id: 1, heartbeat_ms: 0 }).heartbeatMs).toBeUndefined();
+  });
+});
