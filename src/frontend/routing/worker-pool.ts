@@ -96,7 +96,9 @@ export class WorkerPool {
       };
       this.workers.set(report.workerId, worker);
     }
-    worker.address = address ?? report.grpcAddress ?? worker.address;
+    // A --worker address is where this frontend reached the sidecar: a NATS event's advertised one does not replace it.
+    const keepAddress = source === 'nats' && worker.source === 'push' && worker.address !== undefined;
+    if (!keepAddress) worker.address = address ?? report.grpcAddress ?? worker.address;
     worker.model = report.model ?? worker.model;
     worker.heartbeatMs = report.heartbeatMs ?? worker.heartbeatMs;
     worker.lastSeen = now;

@@ -58,3 +58,12 @@ describe('a heartbeat_ms no sidecar can have', () => {
     expect(parseRankReport({ worker_id: 1, heartbeat_ms: 0 }).heartbeatMs).toBeUndefined();
   });
 });
+
+describe('a worker both pushed (--worker) and on NATS', () => {
+  it('keeps the --worker address, where this frontend reached it, whatever address its NATS events advertise', () => {
+    const pool = new WorkerPool({ defaultHeartbeatMs: HEARTBEAT, leaseMs: 1000 });
+    pool.apply(parseRankReport({ worker_id: 3, model: 'm', grpc_address: '0.0.0.0:50050' }), 1, 'push', '10.0.0.3:50050');
+    pool.apply(parseRankReport({ worker_id: 3, model: 'm', grpc_address: 'sidecar-3.internal:50050' }), 2, 'nats');
+    expect(pool.get('3')!.address).toBe('10.0.0.3:50050');
+  });
+});
