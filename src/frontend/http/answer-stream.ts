@@ -18,16 +18,18 @@ export interface StreamAnswer {
   readonly generation: Generation;
   readonly output: OutputText;
   readonly shapes: ChunkShapes;
+  /** Fires when the client leaves. */
+  readonly signal: AbortSignal;
 }
 
 /** Resolves when the stream is complete; throws (nothing written yet) or ClientGoneError. */
 export async function streamAnswer(reply: FastifyReply, answer: StreamAnswer, options: ErrorAnswerOptions): Promise<void> {
-  const { generation, output, shapes } = answer;
+  const { generation, output, shapes, signal } = answer;
   let started = false;
   const send = async (data: object | string): Promise<void> => {
     if (!reply.sse.isConnected) throw new ClientGoneError();
     try {
-      await reply.sse.send(typeof data === 'string' ? data : { data });
+      await unlessGone(reply.sse.send(typeof data === 'string' ? data : { data }), signal);
     } catch {
       throw new ClientGoneError();
     }
@@ -54,4 +56,18 @@ export async function streamAnswer(reply: FastifyReply, answer: StreamAnswer, op
     // Inside a stream the OpenAI shape: the error alone, under `error`.
     await send({ error: body.error }).catch(() => {});
   }
+}
+
+/**
+ * `write`, or a rejection as soon as the client leaves: a write waiting for 'drain' (a client
+ * that stopped reading) never settles once its socket is gone, which would keep the worker's
+ * in-flight count and this handler for ever.
+ */
+function unlessGone(write: Promise<void>, signal: AbortSignal): Promise<void> {
+  if (signal.aborted) return Promise.reject(new ClientGoneError());
+  return new Promise((resolve, reject) => {
+    const onAbort = (): void => reject(new ClientGoneError());
+    signal.addEventListener('abort', onAbort, { once: true });
+    write.then(resolve, reject).finally(() => signal.removeEventListener('abort', onAbort));
+  });
 }

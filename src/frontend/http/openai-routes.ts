@@ -103,7 +103,7 @@ export async function openAiRoutes(app: FastifyInstance, deps: OpenAiRouteDeps):
     const head = { id: idPrefix(job.endpoint) + requestId, created: Math.floor(deps.now() / 1000), model: job.model };
     const output = new OutputText(deps.tokenizer, job.stop);
     if (job.stream) {
-      await streamAnswer(reply, { generation, output, shapes: new ChunkShapes(job.endpoint, head, job.includeUsage) }, errorOptions);
+      await streamAnswer(reply, { generation, output, shapes: new ChunkShapes(job.endpoint, head, job.includeUsage), signal: abort.signal }, errorOptions);
       return undefined;
     }
     let text = '';
