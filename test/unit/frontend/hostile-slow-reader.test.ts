@@ -31,7 +31,7 @@ describe('a client that stops reading a stream', () => {
   it('holds the frontend at the socket (bounded), and leaving then ends the call and its in-flight count', async () => {
     t = testApp();
     const responses: ServerResponse[] = [];
-    t.app.addHook('onRequest', (request, reply, done) => {
+    t.app.addHook('onRequest', (_request, reply, done) => {
       responses.push(reply.raw);
       done();
     });
