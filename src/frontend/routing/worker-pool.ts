@@ -145,6 +145,11 @@ export class WorkerPool {
     if (worker) worker.unreachableUntil = now + this.options.leaseMs;
   }
 
+  /** The worker is gone for good (its push address now reports another worker_id). */
+  forget(workerId: string): void {
+    this.workers.delete(workerId);
+  }
+
   /** A push stream ended: the worker stays known but is not routable until it is back. */
   disconnected(workerId: string): void {
     const worker = this.workers.get(workerId);

@@ -82,6 +82,7 @@ class WorkerWatch {
       this.failures = 0;
       this.armSilence();
       const now = this.options.now();
+      const reported = new Set<string>();
       for (const raw of update.ranks ?? []) {
         let report;
         try {
@@ -96,15 +97,32 @@ class WorkerWatch {
         const worker = this.options.pool.apply(report, now, 'push', this.address);
         this.heartbeatMs = worker.heartbeatMs;
         this.workerIds.add(worker.workerId);
+        reported.add(worker.workerId);
         if (!known || this.reportedDown) {
           this.options.logger.info(known ? 'worker reachable again' : 'worker appeared', { worker_id: worker.workerId, model: worker.model, address: this.address, source: 'push' });
           this.reportedDown = false;
         }
       }
+      this.forgetReplaced(reported);
       this.options.onApplied?.();
     });
     call.on('error', (err: grpc.ServiceError) => this.lost(call, `${grpc.status[err.code] ?? err.code}: ${err.details}`));
     call.on('end', () => this.lost(call, 'stream ended'));
+  }
+
+  /**
+   * Every update is a snapshot of all the sidecar's ranks: an id this address reported before
+   * but not now is gone (the sidecar restarted under a new worker_id, e.g. a recreated
+   * container's new hostname). Kept, it would stay routable with stale (free) load for ever.
+   */
+  private forgetReplaced(reported: ReadonlySet<string>): void {
+    if (reported.size === 0) return;
+    for (const id of this.workerIds) {
+      if (reported.has(id)) continue;
+      this.workerIds.delete(id);
+      this.options.pool.forget(id);
+      this.options.logger.info('worker replaced: its address reports another worker_id now', { worker_id: id, address: this.address, now_reported: [...reported] });
+    }
   }
 
   private armSilence(): void {
