@@ -30,6 +30,7 @@ export interface FrontendConfig {
   readonly retryAfterS: number;
   readonly overloadLeaseMs: number;
   readonly loadHeartbeatMs: number;
+  readonly maxWorkers: number;
   /** `undefined`: the simulated engine's whitespace tokenizer. */
   readonly tokenizerPath: string | undefined;
   readonly maxBodyBytes: number;
@@ -51,6 +52,7 @@ export const DEFAULT_OVERLOAD_LEASE_MS = 1000;
 export const DEFAULT_FRONTEND_HEARTBEAT_MS = 1000;
 export const DEFAULT_MAX_BODY_BYTES = 8 * 1024 * 1024;
 export const DEFAULT_SHUTDOWN_GRACE_MS = 10_000;
+export const DEFAULT_MAX_WORKERS = 4096;
 const LOG_LEVELS: readonly LogLevel[] = ['debug', 'info', 'warn', 'error'];
 
 export function parseFrontendConfig(flags: FrontendRawFlags, env: Env): FrontendConfig {
@@ -81,6 +83,7 @@ export function parseFrontendConfig(flags: FrontendRawFlags, env: Env): Frontend
     retryAfterS: read.integer(key('retryAfterS'), 0, 86_400, DEFAULT_RETRY_AFTER_S),
     overloadLeaseMs: read.integer(key('overloadLeaseMs'), 1, 3_600_000, DEFAULT_OVERLOAD_LEASE_MS),
     loadHeartbeatMs: read.integer(key('loadHeartbeatMs'), 10, 3_600_000, DEFAULT_FRONTEND_HEARTBEAT_MS),
+    maxWorkers: read.integer(key('maxWorkers'), 1, 1_000_000, DEFAULT_MAX_WORKERS),
     tokenizerPath: read.raw(key('tokenizer'))?.value.trim() || undefined,
     maxBodyBytes: read.integer(key('maxBodyBytes'), 1024, 1 << 30, DEFAULT_MAX_BODY_BYTES),
     adminApi: !read.boolean(key('disableAdminApi')),

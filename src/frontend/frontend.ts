@@ -51,7 +51,7 @@ export async function startFrontend(config: FrontendConfig, deps: FrontendDeps):
   const tokenizer = config.tokenizerPath === undefined ? createDefaultTokenizer() : await loadHuggingFaceTokenizer(config.tokenizerPath);
 
   const registry = new Registry();
-  const pool = new WorkerPool({ defaultHeartbeatMs: config.loadHeartbeatMs, leaseMs: config.overloadLeaseMs });
+  const pool = new WorkerPool({ defaultHeartbeatMs: config.loadHeartbeatMs, leaseMs: config.overloadLeaseMs, maxWorkers: config.maxWorkers });
   const router: WorkerRouter = new WorkerRouter(
     { mode: config.routerMode, kvBlockSize: config.kvBlockSize, trackOutputBlocks: config.routerTrackOutputBlocks },
     { pool, thresholds: (model) => thresholds.get(model), now, random: deps.random ?? Math.random, logger: logger.child({ component: 'router' }) },

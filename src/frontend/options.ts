@@ -78,6 +78,12 @@ export const FRONTEND_OPTIONS = {
     defaultText: '1000',
     help: 'heartbeat assumed for workers whose events do not carry heartbeat_ms; load older than 3 heartbeats is unknown (free), a NATS worker silent for 10 is forgotten',
   },
+  maxWorkers: {
+    flag: '--max-workers <n>',
+    env: 'DYN_FRONTEND_MAX_WORKERS',
+    defaultText: '4096',
+    help: 'most workers the frontend keeps; events from further new workers are refused and counted (a rogue publisher cannot grow memory or /metrics without bound)',
+  },
   tokenizer: {
     flag: '--tokenizer <path>',
     env: 'DYN_TOKENIZER',

@@ -10,14 +10,14 @@ import type { WorkerPool } from './worker-pool.js';
 /** Counts kept by a load source, read at scrape time. */
 export interface LoadSourceStats {
   readonly source: 'nats' | 'push';
-  readonly stats: { readonly events: number; readonly invalid: number };
+  readonly stats: { readonly events: number; readonly invalid: number; readonly refused: number };
   readonly connected: boolean;
 }
 
 export function registerWorkerMetrics(registry: Registry, pool: WorkerPool, router: WorkerRouter, now: () => number, sources: readonly LoadSourceStats[]): void {
   new Counter({
     name: 'dynamo_frontend_load_events_total',
-    help: 'Load reports (one per worker rank) received, by source and whether they were applied or refused as malformed.',
+    help: 'Load reports (one per worker rank) received, by source and result: applied, invalid (malformed) or refused (a new worker beyond --max-workers).',
     labelNames: ['source', 'result'],
     registers: [registry],
     collect() {
@@ -25,6 +25,7 @@ export function registerWorkerMetrics(registry: Registry, pool: WorkerPool, rout
       for (const { source, stats } of sources) {
         this.inc({ source, result: 'applied' }, stats.events);
         this.inc({ source, result: 'invalid' }, stats.invalid);
+        this.inc({ source, result: 'refused' }, stats.refused);
       }
     },
   });

@@ -53,6 +53,8 @@ export interface WorkerPoolOptions {
   /** Heartbeat assumed for workers whose events do not say (Dynamo's own events). */
   readonly defaultHeartbeatMs: number;
   readonly leaseMs: number;
+  /** New workers beyond this many are refused (a rogue or misconfigured publisher must not grow memory and /metrics without bound). */
+  readonly maxWorkers: number;
 }
 
 export class WorkerPool {
@@ -74,12 +76,13 @@ export class WorkerPool {
   }
 
   /**
-   * Applies one rank's report. `address` overrides the advertised one (a --worker address is
+   * Applies one rank's report; undefined when it names a new worker and the pool is full. `address` overrides the advertised one (a --worker address is
    * where this frontend actually reached the sidecar).
    */
-  apply(report: RankReport, now: number, source: LoadSource, address?: string): WorkerState {
+  apply(report: RankReport, now: number, source: LoadSource, address?: string): WorkerState | undefined {
     let worker = this.workers.get(report.workerId);
     if (!worker) {
+      if (this.workers.size >= this.options.maxWorkers) return undefined;
       worker = {
         workerId: report.workerId,
         source,

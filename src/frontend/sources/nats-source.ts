@@ -7,7 +7,8 @@
  * background, and after that nats.js reconnects forever and re-subscribes by itself. While
  * disconnected the pool is told the source is down: load from NATS workers counts as unknown
  * (free) and no worker is forgotten, so routing goes on, protected by the sidecars' own caps.
- * A malformed event is counted and logged (the first, then one in 1000), never applied.
+ * A malformed event, or one naming a new worker beyond --max-workers, is counted and logged
+ * (the first, then one in 1000), never applied.
  */
 import { connect as natsConnect, type NatsConnection, type NodeConnectionOptions } from '@nats-io/transport-node';
 import type { Logger } from '../../log.js';
@@ -31,7 +32,7 @@ export interface NatsLoadSourceOptions {
 export class NatsLoadSource {
   readonly source = 'nats' as const;
   readonly subject: string;
-  readonly stats = { events: 0, invalid: 0, connects: 0, disconnects: 0 };
+  readonly stats = { events: 0, invalid: 0, refused: 0, connects: 0, disconnects: 0 };
   private nc: NatsConnection | undefined;
   private closing = false;
   private wake: (() => void) | undefined;
@@ -72,9 +73,14 @@ export class NatsLoadSource {
       }
       return;
     }
-    this.stats.events++;
     const known = this.options.pool.get(report.workerId) !== undefined;
     const worker = this.options.pool.apply(report, this.options.now(), 'nats');
+    if (worker === undefined) {
+      this.stats.refused++;
+      if (this.stats.refused % 1000 === 1) this.options.logger.warn('ignoring a load event: the worker limit is reached', { worker_id: report.workerId, refused_so_far: this.stats.refused });
+      return;
+    }
+    this.stats.events++;
     if (!known) this.options.logger.info('worker appeared', { worker_id: worker.workerId, model: worker.model, address: worker.address, source: 'nats' });
     this.options.onApplied?.();
   }

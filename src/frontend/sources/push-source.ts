@@ -61,7 +61,7 @@ class WorkerWatch {
   constructor(
     readonly address: string,
     private readonly options: PushLoadSourceOptions,
-    private readonly stats: { events: number; invalid: number },
+    private readonly stats: { events: number; invalid: number; refused: number },
   ) {
     const Ctor = workerLoadClientCtor();
     this.client = new Ctor(address, grpc.credentials.createInsecure(), { 'grpc.initial_reconnect_backoff_ms': 100, 'grpc.max_reconnect_backoff_ms': 2000 }) as unknown as WatchClient;
@@ -92,9 +92,13 @@ class WorkerWatch {
           this.options.logger.warn('ignoring a malformed load update', { address: this.address, reason: (err as Error).message });
           continue;
         }
-        this.stats.events++;
         const known = this.options.pool.get(report.workerId) !== undefined;
         const worker = this.options.pool.apply(report, now, 'push', this.address);
+        if (worker === undefined) {
+          this.stats.refused++;
+          continue;
+        }
+        this.stats.events++;
         this.heartbeatMs = worker.heartbeatMs;
         this.workerIds.add(worker.workerId);
         reported.add(worker.workerId);
@@ -164,7 +168,7 @@ class WorkerWatch {
 
 export class PushLoadSource {
   readonly source = 'push' as const;
-  readonly stats = { events: 0, invalid: 0 };
+  readonly stats = { events: 0, invalid: 0, refused: 0 };
   private readonly watches: WorkerWatch[];
 
   constructor(options: PushLoadSourceOptions) {

@@ -28,7 +28,7 @@ describe('a push worker whose sidecar changed its worker_id', () => {
     const port = await new Promise<number>((resolve, reject) =>
       server!.bindAsync('127.0.0.1:0', grpc.ServerCredentials.createInsecure(), (err, p) => (err ? reject(err) : resolve(p))),
     );
-    const pool = new WorkerPool({ defaultHeartbeatMs: 1000, leaseMs: 1000 });
+    const pool = new WorkerPool({ defaultHeartbeatMs: 1000, leaseMs: 1000, maxWorkers: 100 });
     source = new PushLoadSource({ addresses: [`127.0.0.1:${port}`], pool, now: Date.now, logger: silentLogger, defaultHeartbeatMs: 60_000 });
     source.start();
     await waitFor(() => streams.length === 1, 'the Watch stream');

@@ -14,7 +14,7 @@ const HEARTBEAT = 100;
 
 function setup() {
   let now = 10_000;
-  const pool = new WorkerPool({ defaultHeartbeatMs: HEARTBEAT, leaseMs: 1000 });
+  const pool = new WorkerPool({ defaultHeartbeatMs: HEARTBEAT, leaseMs: 1000, maxWorkers: 100 });
   const thresholds = { ...NO_THRESHOLDS, active_prefill_tokens_threshold: 10 };
   const router = new WorkerRouter({ mode: 'least-loaded', kvBlockSize: 16, trackOutputBlocks: false }, { pool, thresholds: () => thresholds, now: () => now, random: () => 0, logger: recordingLogger() });
   const report = (fields: Record<string, unknown>) =>
@@ -61,7 +61,7 @@ describe('a heartbeat_ms no sidecar can have', () => {
 
 describe('a worker both pushed (--worker) and on NATS', () => {
   it('keeps the --worker address, where this frontend reached it, whatever address its NATS events advertise', () => {
-    const pool = new WorkerPool({ defaultHeartbeatMs: HEARTBEAT, leaseMs: 1000 });
+    const pool = new WorkerPool({ defaultHeartbeatMs: HEARTBEAT, leaseMs: 1000, maxWorkers: 100 });
     pool.apply(parseRankReport({ worker_id: 3, model: 'm', grpc_address: '0.0.0.0:50050' }), 1, 'push', '10.0.0.3:50050');
     pool.apply(parseRankReport({ worker_id: 3, model: 'm', grpc_address: 'sidecar-3.internal:50050' }), 2, 'nats');
     expect(pool.get('3')!.address).toBe('10.0.0.3:50050');

@@ -13,7 +13,7 @@ const LEASE = 1000;
 
 function setup(options: { mode?: RouterMode; thresholds?: Partial<Thresholds>; trackOutputBlocks?: boolean } = {}) {
   let now = 10_000;
-  const pool = new WorkerPool({ defaultHeartbeatMs: HEARTBEAT, leaseMs: LEASE });
+  const pool = new WorkerPool({ defaultHeartbeatMs: HEARTBEAT, leaseMs: LEASE, maxWorkers: 100 });
   const logger = recordingLogger();
   let router: WorkerRouter | undefined;
   const store = new ThresholdStore({ ...NO_THRESHOLDS, ...options.thresholds }, (model, t) => router!.inactiveChecks(model, t));

@@ -3,8 +3,8 @@ import { WorkerPool } from '../../../../src/frontend/routing/worker-pool.js';
 import { NatsLoadSource } from '../../../../src/frontend/sources/nats-source.js';
 import { recordingLogger } from '../../../support/recording-logger.js';
 
-function source() {
-  const pool = new WorkerPool({ defaultHeartbeatMs: 1000, leaseMs: 1000 });
+function source(maxWorkers = 100) {
+  const pool = new WorkerPool({ defaultHeartbeatMs: 1000, leaseMs: 1000, maxWorkers });
   const logger = recordingLogger();
   const nats = new NatsLoadSource({ servers: ['nats://127.0.0.1:1'], namespace: 'my.ns', component: 'backend', endpoint: 'generate', pool, now: () => 0, logger });
   const send = (value: unknown): void => nats.handle(Buffer.from(typeof value === 'string' ? value : JSON.stringify(value)));
@@ -33,5 +33,15 @@ describe('NATS load source', () => {
     expect(pool.size).toBe(0);
     expect(nats.stats).toMatchObject({ events: 0, invalid: 3 });
     expect(logger.find('ignoring a malformed load event')).toHaveLength(1);
+  });
+
+  it('refuses events from new workers beyond --max-workers, counted and logged once, while known workers keep reporting', () => {
+    const { pool, send, nats, logger } = source(2);
+    for (let id = 1; id <= 50; id++) send({ worker_id: id, active_decode_blocks: 1, model: 'm', grpc_address: '127.0.0.1:1' });
+    expect(pool.size).toBe(2);
+    expect(nats.stats).toMatchObject({ events: 2, refused: 48 });
+    expect(logger.find('ignoring a load event: the worker limit is reached')).toHaveLength(1);
+    send({ worker_id: 1, active_decode_blocks: 7 });
+    expect(pool.get('1')!.ranks.get(0)!.report.activeDecodeBlocks).toBe(7);
   });
 });
