@@ -37,6 +37,8 @@ export interface FrontendConfig {
   readonly adminApi: boolean;
   /** `undefined`: the admin API shares the HTTP port. */
   readonly adminAddress: HostPort | undefined;
+  /** Deadline of each worker call; undefined: none. */
+  readonly requestTimeoutMs: number | undefined;
   /** On shutdown, requests in progress get this long before their connections are closed. */
   readonly shutdownGraceMs: number;
   readonly logLevel: LogLevel;
@@ -88,6 +90,7 @@ export function parseFrontendConfig(flags: FrontendRawFlags, env: Env): Frontend
     maxBodyBytes: read.integer(key('maxBodyBytes'), 1024, 1 << 30, DEFAULT_MAX_BODY_BYTES),
     adminApi: !read.boolean(key('disableAdminApi')),
     adminAddress: read.hostPort(key('adminAddress'), true, undefined),
+    requestTimeoutMs: read.integer(key('requestTimeoutMs'), 0, 86_400_000, 0) || undefined,
     shutdownGraceMs: read.integer(key('shutdownGraceMs'), 0, 3_600_000, DEFAULT_SHUTDOWN_GRACE_MS),
     logLevel: read.choice(key('logLevel'), LOG_LEVELS, 'info'),
     warnings: Object.freeze(warnings),

@@ -67,7 +67,7 @@ export async function startFrontend(config: FrontendConfig, deps: FrontendDeps):
   }, config.loadHeartbeatMs);
   sweep.unref();
 
-  const workers = new GrpcWorkerClients();
+  const workers = new GrpcWorkerClients(config.requestTimeoutMs === undefined ? {} : { requestDeadlineMs: config.requestTimeoutMs });
   const app = buildFrontendApp({
     router,
     thresholds,

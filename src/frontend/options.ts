@@ -102,6 +102,12 @@ export const FRONTEND_OPTIONS = {
     defaultText: 'false',
     help: 'true: no /busy_threshold routes (404)',
   },
+  requestTimeoutMs: {
+    flag: '--request-timeout-ms <ms>',
+    env: 'DYN_HTTP_REQUEST_TIMEOUT_MS',
+    defaultText: '0 (none)',
+    help: "deadline of each worker call (queueing at the sidecar included), sent as the gRPC deadline; past it the client gets 504 and the worker's slot is freed; 0 = none",
+  },
   shutdownGraceMs: {
     flag: '--shutdown-grace-ms <ms>',
     env: 'DYN_FRONTEND_SHUTDOWN_GRACE_MS',

@@ -54,6 +54,23 @@ describe('the admin API', () => {
   });
 });
 
+describe('--request-timeout-ms', () => {
+  it('answers 504 when a worker call outlives it, and frees the worker slot', async () => {
+    const frontend = await frontendWith({ requestTimeoutMs: '300' });
+    // 400 prompt words at the engine's 50,000 tokens/s prefill are fast; 4000 output tokens at 20 ms are not.
+    const started = performance.now();
+    const res = await fetch(`http://127.0.0.1:${frontend.port}/v1/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ model: engine.options.modelName, prompt: 'word '.repeat(400), max_tokens: 4000 }),
+    });
+    expect(res.status).toBe(504);
+    expect(performance.now() - started).toBeLessThan(5000);
+    await waitFor(() => sidecar.gate.inEngine === 0, 'the worker slot to be freed');
+    await frontend.close();
+  });
+});
+
 describe('frontend shutdown', () => {
   it('gives a stream in progress the grace, then cuts it and frees the worker slot', async () => {
     const frontend = await frontendWith({ shutdownGraceMs: '300' });
