@@ -19,7 +19,7 @@ const clients: grpc.Client[] = [];
 
 beforeAll(async () => {
   nats = await startNatsServer();
-  const engine = ['--num-gpu-blocks', '64', '--block-size', '4', '--decode-step-ms', '50'];
+  const engine = ['--num-gpu-blocks', '64', '--block-size', '16', '--decode-step-ms', '50'];
   // A 1 s heartbeat: a NATS worker is forgotten after 10 s of silence, longer than the outage below.
   const sidecar = ['--nats-url', nats.url, '--load-heartbeat-ms', '1000'];
   workers = [await sys.worker({ engine, sidecar }), await sys.worker({ engine, sidecar })];
@@ -48,11 +48,12 @@ describe('load from NATS', () => {
     ];
     for (const f of frontends) expect(await f.metric('dynamo_frontend_busy_workers', { model })).toBe(0);
 
-    // Fill worker 0's KV past 0.1 of 64 blocks (a 32-token prompt is 8 blocks of 4) with one call
-    // sent to its sidecar directly, decoding for about 11 s (220 tokens at 50 ms, within the 256-token context).
+    // Fill worker 0's KV past 0.1 of 64 blocks (a 128-token prompt is 8 blocks of 16) with one call
+    // sent to its sidecar directly, decoding for up to 40 s (800 tokens at 50 ms, within the 1024-token
+    // context): far longer than this test, which cancels it, even on a slow machine.
     const client = engineClient(workers[0]!.sidecar.address);
     clients.push(client);
-    const calls = [startGenerate(client, { request_id: 'fill', tokenized: { original_text: '', input_ids: tokens(32) }, sampling_params: { max_tokens: 220, ignore_eos: true }, stream: true })];
+    const calls = [startGenerate(client, { request_id: 'fill', tokenized: { original_text: '', input_ids: tokens(128) }, sampling_params: { max_tokens: 800, ignore_eos: true }, stream: true })];
     calls.forEach((c) => c.on('error', () => {}));
     for (const f of frontends) await waitFor(async () => (await f.metric('dynamo_frontend_busy_workers', { model })) === 1, 'worker 0 to be busy at every frontend', 15_000, 50);
 
