@@ -68,9 +68,15 @@ export class Generation {
 
   /** Ends the attempt: cancels the call if it is still open, ends the in-flight count. Idempotent. */
   close(): void {
+    this.end('abandoned');
+  }
+
+  /** 'finished': the worker sent its last message, its call ends by itself; 'abandoned': cancel it. */
+  private end(how: 'finished' | 'abandoned'): void {
     if (this.closed) return;
     this.closed = true;
-    this.parts.stream.cancel();
+    if (how === 'finished') this.parts.stream.finish();
+    else this.parts.stream.cancel();
     this.parts.inflight.end();
     this.parts.onClose();
   }
@@ -100,7 +106,7 @@ export class Generation {
 
   private done(finishReason: FinishReason): GenerationEvent {
     this.pendingDone = undefined;
-    this.close();
+    this.end('finished');
     return { kind: 'done', finishReason };
   }
 

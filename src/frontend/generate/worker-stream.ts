@@ -8,6 +8,9 @@
 import type { GenerateResponseMessage } from '../../engine/proto.js';
 import type { CallStatus, GenerateCall } from './worker-clients.js';
 
+/** How long a worker may take to end its call after its last message. */
+export const FINISH_GRACE_MS = 5000;
+
 export type StreamItem = { readonly kind: 'message'; readonly message: GenerateResponseMessage } | { readonly kind: 'end'; readonly status: CallStatus };
 
 export class WorkerStream {
@@ -45,6 +48,19 @@ export class WorkerStream {
     const item = await this.peek();
     if (item.kind === 'message') this.queue.shift();
     return item;
+  }
+
+  /**
+   * The worker sent its last message: let the call end by itself (its trailers follow at once),
+   * so the sidecar sees a finished call, not a reset. A reset after every answer would also count
+   * as an early reset there and, past half of a connection's streams, get it closed with GOAWAY.
+   * A worker that never sends its trailers is cancelled after `graceMs`.
+   */
+  finish(graceMs = FINISH_GRACE_MS): void {
+    if (this.status !== undefined) return;
+    const timer = setTimeout(() => this.cancel(), graceMs);
+    timer.unref();
+    this.call.on('status', () => clearTimeout(timer));
   }
 
   /** Cancels the call (no-op once it has ended); queued messages stay readable. */

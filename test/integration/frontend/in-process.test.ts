@@ -54,6 +54,29 @@ describe('the admin API', () => {
   });
 });
 
+describe('finished worker calls', () => {
+  it('end with the worker\'s own OK, never a reset from the frontend (which the sidecar would count as an early reset)', async () => {
+    const frontend = await frontendWith({});
+    const codes = async (): Promise<Record<string, number>> => {
+      const metric = await sidecar.registry.getSingleMetric('dynamo_sidecar_requests_total')!.get();
+      return Object.fromEntries(metric.values.map((v) => [String(v.labels['grpc_code']), v.value]));
+    };
+    const before = await codes();
+    for (let i = 0; i < 20; i++) {
+      const res = await fetch(`http://127.0.0.1:${frontend.port}/v1/completions`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ model: engine.options.modelName, prompt: 'hello there', max_tokens: 2, stream: i % 2 === 0 }),
+      });
+      expect(res.status).toBe(200);
+      await res.text();
+    }
+    await waitFor(async () => ((await codes())['OK'] ?? 0) - (before['OK'] ?? 0) === 20, 'the sidecar to count 20 OK calls');
+    expect((await codes())['CANCELLED'] ?? 0).toBe(before['CANCELLED'] ?? 0);
+    await frontend.close();
+  });
+});
+
 describe('--request-timeout-ms', () => {
   it('answers 504 when a worker call outlives it, and frees the worker slot', async () => {
     const frontend = await frontendWith({ requestTimeoutMs: '300' });
