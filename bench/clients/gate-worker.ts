@@ -5,7 +5,7 @@
  *   queue path  engine full: acquire (queued), then release one permit, which hands the slot to
  *               the queued waiter (FIFO handoff) - the overloaded steady state
  */
-import { AdmissionGate, type Permit } from '../../src/admission/gate.js';
+import { AdmissionGate, type Permit } from '../../src/sidecar/admission/gate.js';
 import { emit, readParams } from './common.js';
 
 interface Params {

@@ -6,7 +6,7 @@
  */
 import type { ClientHttp2Session, ClientHttp2Stream } from 'node:http2';
 import { createInterface } from 'node:readline';
-import { frameMessage } from '../../src/grpc/framing.js';
+import { frameMessage } from '../../src/protocol/grpc/framing.js';
 import { emit, exitAfter, grpcHeaders, openSessions, readParams } from './common.js';
 
 interface Params {

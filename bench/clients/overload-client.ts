@@ -4,7 +4,7 @@
  * (grpc-status 8 RESOURCE_EXHAUSTED, or HTTP 503 from HAProxy/nginx), or other.
  */
 import { constants, type ClientHttp2Stream } from 'node:http2';
-import { frameMessage } from '../../src/grpc/framing.js';
+import { frameMessage } from '../../src/protocol/grpc/framing.js';
 import { distribution, Reservoir } from '../lib/stats.js';
 import { emit, exitAfter, grpcHeaders, nowNs, openSessions, readParams } from './common.js';
 

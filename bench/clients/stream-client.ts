@@ -5,8 +5,8 @@
  * the measurement window count; at its end every open call is cancelled.
  */
 import { constants } from 'node:http2';
-import { frameMessage } from '../../src/grpc/framing.js';
-import { GrpcFrameReader } from '../../src/load/grpc-frames.js';
+import { frameMessage } from '../../src/protocol/grpc/framing.js';
+import { GrpcFrameReader } from '../../src/protocol/grpc/grpc-frames.js';
 import { tokenTimestampNs } from '../lib/grpc-frame.js';
 import { distribution, Reservoir } from '../lib/stats.js';
 import { emit, exitAfter, grpcHeaders, nowNs, openSessions, readParams } from './common.js';

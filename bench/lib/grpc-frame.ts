@@ -1,6 +1,6 @@
 /**
- * Benchmark token messages. Framing itself is the project's own (src/grpc/framing.ts,
- * src/load/grpc-frames.ts); this adds only the payload carrying the engine-side send time.
+ * Benchmark token messages. Framing itself is the project's own (src/protocol/grpc/framing.ts,
+ * src/protocol/grpc/grpc-frames.ts); this adds only the payload carrying the engine-side send time.
  */
 
 /** Engine-side timestamp in a token message: CLOCK_MONOTONIC ns (process.hrtime), same clock in every process. */

@@ -6,7 +6,7 @@
  */
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { frameMessage } from '../../src/grpc/framing.js';
+import { frameMessage } from '../../src/protocol/grpc/framing.js';
 import { runToEnd } from './spawn.js';
 import { distribution, type Distribution } from './stats.js';
 

@@ -1,4 +1,4 @@
-/** Scenario 5: the admission gate alone (src/admission/gate.ts), in its own pinned process. */
+/** Scenario 5: the admission gate alone (src/sidecar/admission/gate.ts), in its own pinned process. */
 import { runClient } from '../lib/client.js';
 import { interleave, newResult, type BenchContext, type ScenarioResult } from './types.js';
 

@@ -6,15 +6,15 @@
  * seconds; SIGINT/SIGTERM stops everything.
  */
 import type { Command } from 'commander';
-import { ConfigError } from '../config/config-error.js';
-import { parseSidecarConfig } from '../config/sidecar-config.js';
-import { startSimulatedEngine, type RunningEngine } from '../engine/index.js';
+import { ConfigError } from '../platform/config/config-error.js';
+import { parseSidecarConfig } from '../sidecar/config/sidecar-config.js';
+import { startSimulatedEngine, type RunningEngine } from '../tools/engine/index.js';
 import { parseFrontendConfig } from '../frontend/frontend-config.js';
 import { describeFrontend } from '../frontend/command.js';
 import { startFrontend, type RunningFrontend } from '../frontend/frontend.js';
-import { createLogger } from '../log.js';
-import { startSidecar, type RunningSidecar } from '../sidecar.js';
-import { USAGE_EXIT_CODE, applyUsageExit, onFirstSignal, waitForSignal, type CommandIo } from './command-io.js';
+import { createLogger } from '../platform/log.js';
+import { startSidecar, type RunningSidecar } from '../sidecar/sidecar.js';
+import { USAGE_EXIT_CODE, applyUsageExit, onFirstSignal, waitForSignal, type CommandIo } from '../platform/command-io.js';
 
 /** Each demo worker: small KV and caps, so 64 concurrent requests overload two of them. */
 export const DEMO_DEFAULTS = Object.freeze({

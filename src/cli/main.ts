@@ -6,10 +6,10 @@
  * naming the offending flag or variable; --help exits 0.
  */
 import { Command } from 'commander';
-import { registerEngineCommand } from '../engine/command.js';
+import { registerEngineCommand } from '../tools/engine/command.js';
 import { registerFrontendCommand } from '../frontend/command.js';
-import { registerLoadCommand } from '../loadgen/command.js';
-import { applyUsageExit, processIo, type CommandIo } from './command-io.js';
+import { registerLoadCommand } from '../tools/load/command.js';
+import { applyUsageExit, processIo, type CommandIo } from '../platform/command-io.js';
 import { registerDemoCommand } from './demo-command.js';
 import { RUN_HELP_EPILOGUE, registerRunCommand } from './run-command.js';
 

@@ -1,19 +1,20 @@
 /**
- * The default command: run the sidecar. Options come from the one table in config/options.ts,
+ * The default command: run the sidecar. Options come from the one table in src/sidecar/config/options.ts,
  * so every flag shows its env twin and default in --help. Without an upstream (flag or env) it
  * is the demo: an embedded simulated vLLM engine behind the sidecar, with demo limits.
  */
 import { Command, Option } from 'commander';
-import { ConfigError } from '../config/config-error.js';
-import { describeEnvTypo, findEnvTypos } from '../config/env-typos.js';
-import { formatHostPort } from '../config/host-port.js';
-import { SIDECAR_OPTIONS, describeOption, envOnlyHelp, type OptionSpec, type RawFlags } from '../config/options.js';
-import { parseSidecarConfig, type SidecarConfig } from '../config/sidecar-config.js';
-import { startSimulatedEngine, type RunningEngine } from '../engine/index.js';
-import { createLogger, redactUrlCredentials, type Logger } from '../log.js';
-import { startSidecar, type RunningSidecar } from '../sidecar.js';
-import { USAGE_EXIT_CODE, applyUsageExit, keepRunningOnHangup, onFirstSignal, waitForSignal, type CommandIo } from './command-io.js';
-import { StatusLine } from './status-line.js';
+import { ConfigError } from '../platform/config/config-error.js';
+import { describeEnvTypo, findEnvTypos } from '../platform/config/env-typos.js';
+import { formatHostPort } from '../platform/config/host-port.js';
+import { SIDECAR_OPTIONS, type RawFlags } from '../sidecar/config/options.js';
+import { describeOption, envOnlyHelp, type OptionSpec } from '../platform/config/option-spec.js';
+import { parseSidecarConfig, type SidecarConfig } from '../sidecar/config/sidecar-config.js';
+import { startSimulatedEngine, type RunningEngine } from '../tools/engine/index.js';
+import { createLogger, redactUrlCredentials, type Logger } from '../platform/log.js';
+import { startSidecar, type RunningSidecar } from '../sidecar/sidecar.js';
+import { USAGE_EXIT_CODE, applyUsageExit, keepRunningOnHangup, onFirstSignal, waitForSignal, type CommandIo } from '../platform/command-io.js';
+import { StatusLine } from '../sidecar/status-line.js';
 
 /** Demo mode limits, when the user set none: small enough that a load of 200 shows rejections. */
 export const DEMO_ENGINE_REQUEST_LIMIT = 32;

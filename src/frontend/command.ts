@@ -4,11 +4,11 @@
  * in --help. Bad values exit 2 naming the flag or variable; a second signal exits at once.
  */
 import { Command, Option } from 'commander';
-import { ConfigError } from '../config/config-error.js';
-import { describeEnvTypo, findEnvTypos } from '../config/env-typos.js';
-import { describeOption, envOnlyHelp, type OptionSpec } from '../config/options.js';
-import { USAGE_EXIT_CODE, applyUsageExit, keepRunningOnHangup, onFirstSignal, waitForSignal, type CommandIo } from '../cli/command-io.js';
-import { createLogger, redactUrlCredentials, type Logger } from '../log.js';
+import { ConfigError } from '../platform/config/config-error.js';
+import { describeEnvTypo, findEnvTypos } from '../platform/config/env-typos.js';
+import { describeOption, envOnlyHelp, type OptionSpec } from '../platform/config/option-spec.js';
+import { USAGE_EXIT_CODE, applyUsageExit, keepRunningOnHangup, onFirstSignal, waitForSignal, type CommandIo } from '../platform/command-io.js';
+import { createLogger, redactUrlCredentials, type Logger } from '../platform/log.js';
 import { parseFrontendConfig, type FrontendConfig } from './frontend-config.js';
 import { NoLoadSourceError, startFrontend, type RunningFrontend } from './frontend.js';
 import { FRONTEND_OPTIONS, type FrontendRawFlags } from './options.js';

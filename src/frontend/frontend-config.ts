@@ -4,9 +4,9 @@
  * that Dynamo tolerates with a warning (--admission-control, a bad overload status) produce
  * `warnings` for the command to log, not errors.
  */
-import { parseHostPort, formatHostPort, type HostPort } from '../config/host-port.js';
-import { OptionReader, parseNatsServers, type Env } from '../config/sidecar-config.js';
-import type { LogLevel } from '../log.js';
+import { parseHostPort, formatHostPort, type HostPort } from '../platform/config/host-port.js';
+import { OptionReader, parseNatsServers, type Env } from '../platform/config/option-reader.js';
+import type { LogLevel } from '../platform/log.js';
 import type { Thresholds } from './routing/contracts.js';
 import { ROUTER_MODES, type RouterMode } from './routing/router.js';
 import { FRONTEND_OPTIONS, type FrontendOptionKey, type FrontendRawFlags } from './options.js';

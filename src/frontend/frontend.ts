@@ -7,7 +7,7 @@
  *   sidecars -> NATS events / WorkerLoad.Watch pushes -> pool
  */
 import { Registry } from 'prom-client';
-import type { Logger } from '../log.js';
+import type { Logger } from '../platform/log.js';
 import { buildAdminApp, buildFrontendApp } from './http/app.js';
 import type { FrontendConfig } from './frontend-config.js';
 import { GrpcWorkerClients } from './generate/worker-clients.js';

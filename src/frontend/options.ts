@@ -4,7 +4,7 @@
  * the same keys, so a flag cannot exist without its env twin or its help line. Threshold and
  * router names follow Dynamo's frontend (`python -m dynamo.frontend`) so launch lines carry over.
  */
-import type { OptionSpec } from '../config/options.js';
+import type { OptionSpec } from '../platform/config/option-spec.js';
 
 export const FRONTEND_OPTIONS = {
   httpHost: { flag: '--http-host <host>', env: 'DYN_HTTP_HOST', defaultText: '0.0.0.0', help: 'address of the OpenAI-compatible HTTP server' },

@@ -3,8 +3,8 @@
  * processes (`node --import tsx test/support/cli-entry.ts engine ...`) before src/cli exists.
  */
 import { Command } from 'commander';
-import { registerEngineCommand } from '../../src/engine/command.js';
-import { registerLoadCommand } from '../../src/loadgen/command.js';
+import { registerEngineCommand } from '../../src/tools/engine/command.js';
+import { registerLoadCommand } from '../../src/tools/load/command.js';
 
 const program = new Command('dynamo-sidecar');
 registerEngineCommand(program);

@@ -1,5 +1,5 @@
-import { ConfigError } from '../../src/config/config-error.js';
-import { parseSidecarConfig } from '../../src/config/sidecar-config.js';
+import { ConfigError } from '../../src/platform/config/config-error.js';
+import { parseSidecarConfig } from '../../src/sidecar/config/sidecar-config.js';
 
 /** The problems a config parser reports (none: []); rethrows anything that is not a ConfigError. */
 export function problemsOf(parse: () => unknown): readonly string[] {

@@ -7,7 +7,7 @@
  */
 import { EventEmitter } from 'node:events';
 import { constants, type OutgoingHttpHeaders } from 'node:http2';
-import type { CallClock, UpstreamConnector } from '../../src/proxy/call-context.js';
+import type { CallClock, UpstreamConnector } from '../../src/sidecar/proxy/call-context.js';
 import { FakeTimers } from './fake-timers.js';
 
 class StreamOpError extends Error {

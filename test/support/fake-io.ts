@@ -1,6 +1,6 @@
 /** In-process CommandIo: captures output, records exit codes, delivers fake signals. */
 import { EventEmitter } from 'node:events';
-import type { LoadCommandIo } from '../../src/loadgen/command.js';
+import type { LoadCommandIo } from '../../src/tools/load/command.js';
 
 export interface FakeIo extends LoadCommandIo {
   out: string[];

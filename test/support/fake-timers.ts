@@ -1,5 +1,5 @@
 /** Manual clock for the scheduler: timers fire only when a test calls advance(). */
-import type { Timers } from '../../src/engine/scheduler.js';
+import type { Timers } from '../../src/tools/engine/scheduler.js';
 
 interface Pending {
   at: number;

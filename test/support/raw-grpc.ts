@@ -4,7 +4,7 @@
  * response frames, or stop reading.
  */
 import { connect, type ClientHttp2Session, type ClientHttp2Stream, type OutgoingHttpHeaders } from 'node:http2';
-import { frameMessage } from '../../src/grpc/framing.js';
+import { frameMessage } from '../../src/protocol/grpc/framing.js';
 
 export const TEST_ENGINE_PATH = '/dynamo.sidecar.testing.TestEngine';
 

@@ -1,5 +1,5 @@
 /** A Logger that keeps every line in memory, so tests can assert what was logged and how often. */
-import type { Logger, LogLevel } from '../../src/log.js';
+import type { Logger, LogLevel } from '../../src/platform/log.js';
 
 export interface LogLine {
   readonly level: LogLevel;

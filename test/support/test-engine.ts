@@ -5,7 +5,7 @@
 import * as grpc from '@grpc/grpc-js';
 import { loadSync } from '@grpc/proto-loader';
 import { join } from 'node:path';
-import { PROTO_DIR } from '../../src/proto-path.js';
+import { PROTO_DIR } from '../../src/protocol/proto-path.js';
 
 export const TEST_ENGINE_PROTO = join(PROTO_DIR, 'testing/test_engine.proto');
 export const LOADER_OPTIONS = { keepCase: true, longs: Number, enums: String, defaults: true, oneofs: true } as const;

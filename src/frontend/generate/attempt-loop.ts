@@ -6,9 +6,9 @@
  * decisions that are not a worker become typed errors (404, 503, the overload status). Once a
  * first message has arrived the request belongs to that worker: no retry after that point.
  */
-import type { GenerateRequestMessage } from '../../engine/proto.js';
-import { GrpcStatus } from '../../grpc/status.js';
-import type { Logger } from '../../log.js';
+import type { GenerateRequestMessage } from '../../protocol/engine/engine-proto.js';
+import { GrpcStatus } from '../../protocol/grpc/status.js';
+import type { Logger } from '../../platform/log.js';
 import type { RequestRecord } from '../frontend-metrics.js';
 import type { InFlight, RouteDecision, Router } from '../routing/contracts.js';
 import { ClientGoneError, FrontendError } from './errors.js';

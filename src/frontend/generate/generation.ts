@@ -5,9 +5,9 @@
  * timings, and turns every failure into a FrontendError (or ClientGoneError when the client
  * left). close() is the one way out for callers: idempotent, it cancels a call still open.
  */
-import type { GenerateResponseMessage } from '../../engine/proto.js';
-import { GrpcStatus, statusName } from '../../grpc/status.js';
-import type { Logger } from '../../log.js';
+import type { GenerateResponseMessage } from '../../protocol/engine/engine-proto.js';
+import { GrpcStatus, statusName } from '../../protocol/grpc/status.js';
+import type { Logger } from '../../platform/log.js';
 import type { RequestRecord } from '../frontend-metrics.js';
 import type { InFlight } from '../routing/contracts.js';
 import { ClientGoneError, FrontendError } from './errors.js';

@@ -6,9 +6,9 @@
  * tests can stand in a scripted call.
  */
 import * as grpc from '@grpc/grpc-js';
-import type { GenerateRequestMessage, GenerateResponseMessage } from '../../engine/proto.js';
-import { vllmEngineService } from '../../engine/proto.js';
-import { DP_RANK_HEADER } from '../../load/load-tracker.js';
+import type { GenerateRequestMessage, GenerateResponseMessage } from '../../protocol/engine/engine-proto.js';
+import { vllmEngineService } from '../../protocol/engine/engine-proto.js';
+import { DP_RANK_HEADER } from '../../protocol/load-event.js';
 import type { RouteTarget } from '../routing/contracts.js';
 
 /** How a call ends: grpc-js's status (code 0 = OK). */

@@ -5,7 +5,7 @@
  * simpler as awaits than as event listeners. Messages are queued as they arrive (output is
  * bounded by max_tokens and each message is a few bytes, so no backpressure is applied).
  */
-import type { GenerateResponseMessage } from '../../engine/proto.js';
+import type { GenerateResponseMessage } from '../../protocol/engine/engine-proto.js';
 import type { CallStatus, GenerateCall } from './worker-clients.js';
 
 /** How long a worker may take to end its call after its last message. */

@@ -13,7 +13,7 @@ import { randomUUID } from 'node:crypto';
 import { fastifySSE } from '@fastify/sse';
 import Fastify, { type FastifyInstance } from 'fastify';
 import type { Registry } from 'prom-client';
-import type { Logger } from '../../log.js';
+import type { Logger } from '../../platform/log.js';
 import { FrontendMetrics } from '../frontend-metrics.js';
 import type { WorkerClients } from '../generate/worker-clients.js';
 import type { Router, ThresholdApi } from '../routing/contracts.js';

@@ -1,5 +1,5 @@
 /**
- * The admin API, with Dynamo's semantics (dynamo-facts.md): GET /busy_threshold lists every
+ * The admin API, with Dynamo's semantics (docs/wire-facts.md): GET /busy_threshold lists every
  * served model's thresholds; POST reads (all thresholds null or absent) or sets (any non-null
  * value; null never clears); beyond Dynamo, DELETE /busy_threshold?model=M&check=NAME turns one
  * check off. Each entry also carries `diagnostics.inactive_checks`: configured checks that
@@ -8,7 +8,7 @@
  * for a body of the wrong shape, 400 for values out of range, 404 for a model with no workers.
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import type { Logger } from '../../log.js';
+import type { Logger } from '../../platform/log.js';
 import { BUSY_CHECKS, type BusyCheck, type ThresholdApi, type Thresholds, type Router } from '../routing/contracts.js';
 
 export interface BusyThresholdDeps {

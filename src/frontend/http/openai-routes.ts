@@ -9,7 +9,7 @@
  */
 import type {} from '@fastify/sse';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import type { Logger } from '../../log.js';
+import type { Logger } from '../../platform/log.js';
 import { CLIENT_CLOSED_STATUS, UNKNOWN_MODEL_LABEL, type Endpoint, type FrontendMetrics, type RequestRecord } from '../frontend-metrics.js';
 import { startGeneration } from '../generate/attempt-loop.js';
 import { ClientGoneError } from '../generate/errors.js';

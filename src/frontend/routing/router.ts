@@ -18,7 +18,7 @@
  *   frontend's attempts in flight (prompt blocks; with trackOutputBlocks also output blocks),
  *   as a fraction of kv_total_blocks when known. Ties go round-robin in every mode.
  */
-import type { Logger } from '../../log.js';
+import type { Logger } from '../../platform/log.js';
 import { judgeRank, judgeWorker, type MissingInput } from './busy-rules.js';
 import type { BusyCheck, InFlight, InactiveCheck, OverloadDetails, RouteDecision, RouteTarget, Router, Thresholds } from './contracts.js';
 import type { RankReport } from './load-report.js';

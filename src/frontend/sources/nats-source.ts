@@ -11,8 +11,8 @@
  * (the first, then one in 1000), never applied.
  */
 import { connect as natsConnect, type NatsConnection, type NodeConnectionOptions } from '@nats-io/transport-node';
-import type { Logger } from '../../log.js';
-import { loadSubject } from '../../load/publisher.js';
+import type { Logger } from '../../platform/log.js';
+import { loadSubject } from '../../protocol/load-event.js';
 import { InvalidLoadReportError, parseRankReport } from '../routing/load-report.js';
 import type { WorkerPool } from '../routing/worker-pool.js';
 

@@ -12,8 +12,8 @@
 import * as grpc from '@grpc/grpc-js';
 import * as protoLoader from '@grpc/proto-loader';
 import { join } from 'node:path';
-import type { Logger } from '../../log.js';
-import { PROTO_DIR } from '../../proto-path.js';
+import type { Logger } from '../../platform/log.js';
+import { PROTO_DIR } from '../../protocol/proto-path.js';
 import { parseRankReport } from '../routing/load-report.js';
 import { STALE_AFTER_HEARTBEATS, type WorkerPool } from '../routing/worker-pool.js';
 

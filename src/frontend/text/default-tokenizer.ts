@@ -1,12 +1,12 @@
 /**
  * The frontend's default tokenizer, for deployments with no tokenizer.json: the same rule as
- * the simulated engine (src/engine/tokenizer.ts), one token per whitespace-separated word, so
+ * the simulated engine (src/protocol/engine/simulated-tokenizer.ts), one token per whitespace-separated word, so
  * the prompt length the router counts is the one the engine sees. Ids are hashes and cannot
  * be turned back into the words they came from, so output ids are rendered as words from a
  * fixed list (id mod list length), each followed by a space: deterministic, readable, and the
  * same id always gives the same word.
  */
-import { tokenize } from '../../engine/tokenizer.js';
+import { tokenize } from '../../protocol/engine/simulated-tokenizer.js';
 import type { PromptTokenizer, TokenDecoder } from './prompt-tokenizer.js';
 
 export const DEFAULT_VOCAB_SIZE = 32_000;

@@ -8,7 +8,7 @@
 import { readFileSync } from 'node:fs';
 import * as grpc from '@grpc/grpc-js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { runLoad } from '../../../src/loadgen/run.js';
+import { runLoad } from '../../../src/tools/load/run.js';
 import { startSidecarProcess, type SidecarProcess } from '../../support/sidecar-process.js';
 import { engineClient, generate, tokens } from '../../support/vllm-client.js';
 

@@ -3,7 +3,7 @@
  * exit code 2; --help documents every option with its env twin; a good start prints where it is.
  */
 import { describe, expect, it } from 'vitest';
-import { SIDECAR_OPTIONS } from '../../../src/config/options.js';
+import { SIDECAR_OPTIONS } from '../../../src/sidecar/config/options.js';
 import { testEngineClient, unary } from '../../support/grpc-client.js';
 import { runCli, startSidecarProcess } from '../../support/sidecar-process.js';
 import { startTestEngine } from '../../support/test-engine.js';

@@ -6,11 +6,11 @@
  * worker refuse everyone for the overload lease).
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { parseSidecarConfig } from '../../../src/config/sidecar-config.js';
-import { startSimulatedEngine, type RunningEngine } from '../../../src/engine/index.js';
+import { parseSidecarConfig } from '../../../src/sidecar/config/sidecar-config.js';
+import { startSimulatedEngine, type RunningEngine } from '../../../src/tools/engine/index.js';
 import { parseFrontendConfig } from '../../../src/frontend/frontend-config.js';
 import { startFrontend, type RunningFrontend } from '../../../src/frontend/frontend.js';
-import { startSidecar, type RunningSidecar } from '../../../src/sidecar.js';
+import { startSidecar, type RunningSidecar } from '../../../src/sidecar/sidecar.js';
 import { recordingLogger } from '../../support/recording-logger.js';
 import { waitFor } from '../../support/wait.js';
 

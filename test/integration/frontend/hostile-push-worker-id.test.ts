@@ -6,7 +6,7 @@
  */
 import * as grpc from '@grpc/grpc-js';
 import { afterEach, describe, expect, it } from 'vitest';
-import { silentLogger } from '../../../src/log.js';
+import { silentLogger } from '../../../src/platform/log.js';
 import { WorkerPool } from '../../../src/frontend/routing/worker-pool.js';
 import { PushLoadSource, workerLoadClientCtor } from '../../../src/frontend/sources/push-source.js';
 import { waitFor } from '../../support/wait.js';

@@ -7,12 +7,12 @@ import type { AddressInfo } from 'node:net';
 import OpenAI, { APIError } from 'openai';
 import { Registry } from 'prom-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startSimulatedEngine, type RunningEngine } from '../../../src/engine/index.js';
+import { startSimulatedEngine, type RunningEngine } from '../../../src/tools/engine/index.js';
 import { buildFrontendApp } from '../../../src/frontend/http/app.js';
 import { GrpcWorkerClients } from '../../../src/frontend/generate/worker-clients.js';
 import { createDefaultTokenizer } from '../../../src/frontend/text/default-tokenizer.js';
-import { silentLogger } from '../../../src/log.js';
-import { FakeRouter, FakeThresholds, OVERLOAD_DETAILS, TEST_OPTIONS, target } from '../../unit/frontend/fakes.js';
+import { silentLogger } from '../../../src/platform/log.js';
+import { FakeRouter, FakeThresholds, OVERLOAD_DETAILS, TEST_OPTIONS, target } from '../../support/frontend-fakes.js';
 
 const DECODE_STEP_MS = 15;
 

@@ -9,15 +9,15 @@ import type * as grpc from '@grpc/grpc-js';
 import type { AddressInfo } from 'node:net';
 import { Registry } from 'prom-client';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { startSimulatedEngine, type RunningEngine } from '../../../src/engine/index.js';
+import { startSimulatedEngine, type RunningEngine } from '../../../src/tools/engine/index.js';
 import { buildFrontendApp } from '../../../src/frontend/http/app.js';
 import { GrpcWorkerClients } from '../../../src/frontend/generate/worker-clients.js';
 import { createDefaultTokenizer } from '../../../src/frontend/text/default-tokenizer.js';
-import { silentLogger } from '../../../src/log.js';
+import { silentLogger } from '../../../src/platform/log.js';
 import { startSidecarProcess, type SidecarProcess } from '../../support/sidecar-process.js';
 import { engineClient, startGenerate, tokens } from '../../support/vllm-client.js';
 import { waitFor } from '../../support/wait.js';
-import { FakeRouter, FakeThresholds, metricValue, TEST_OPTIONS, target } from '../../unit/frontend/fakes.js';
+import { FakeRouter, FakeThresholds, metricValue, TEST_OPTIONS, target } from '../../support/frontend-fakes.js';
 
 const LIMIT_ENV = { DYN_ENGINE_REQUEST_LIMIT: '1', DYN_DYNAMO_REQUEST_QUEUE_LIMIT: '2' };
 const CAP = 3;

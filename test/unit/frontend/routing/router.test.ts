@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { mulberry32 } from '../../../../src/engine/prng.js';
+import { mulberry32 } from '../../../../src/platform/prng.js';
 import { judgeWorker } from '../../../../src/frontend/routing/busy-rules.js';
 import type { RouteTarget, Thresholds } from '../../../../src/frontend/routing/contracts.js';
 import { parseRankReport } from '../../../../src/frontend/routing/load-report.js';

@@ -1,0 +1,133 @@
+/**
+ * Reads a command's option values, flag over environment, into typed values, collecting every
+ * problem (each naming the flag or variable it came from) so a command reports them all at once
+ * with ConfigError. Sources are injected, so tests need no real environment. An empty
+ * environment variable counts as unset, as compose files use `VAR=` to clear one.
+ */
+import { ConfigError } from './config-error.js';
+import { parseHostPort, type HostPort } from './host-port.js';
+
+export type Env = Readonly<Record<string, string | undefined>>;
+
+/** Reads option values with flag-over-env precedence and names the source in every problem. */
+export class OptionReader {
+  readonly problems: string[] = [];
+
+  constructor(
+    private readonly flags: Readonly<Record<string, string | boolean | undefined>>,
+    private readonly env: Env,
+    private readonly specs: Readonly<Record<string, { flag?: string; env: string }>>,
+  ) {}
+
+  /** The raw value and a label such as `--engine-request-limit` or `DYN_ENGINE_REQUEST_LIMIT`. */
+  raw(key: string): { value: string; source: string } | undefined {
+    const spec = this.specs[key]!;
+    const flagValue = this.flags[key];
+    if (flagValue !== undefined && flagValue !== false && spec.flag) return { value: String(flagValue), source: spec.flag.split(' ')[0]! };
+    const envValue = this.env[spec.env];
+    if (envValue !== undefined && envValue.trim() !== '') return { value: envValue, source: spec.env };
+    return undefined;
+  }
+
+  /** Integer in [min, max]; plain decimal digits only, so "1.5", "1e3", "0x10" and "-3" are refused. */
+  integer(key: string, min: number, max: number, fallback: number): number;
+  integer(key: string, min: number, max: number, fallback: undefined): number | undefined;
+  integer(key: string, min: number, max: number, fallback: number | undefined): number | undefined {
+    const found = this.raw(key);
+    if (!found) return fallback;
+    const text = found.value.trim();
+    const value = /^\d+$/.test(text) ? Number(text) : NaN;
+    if (!Number.isSafeInteger(value) || value < min || value > max) {
+      const range = max === Number.MAX_SAFE_INTEGER ? `an integer >= ${min}` : `an integer in ${min}..${max}`;
+      this.problems.push(`${found.source} must be ${range}, got "${found.value}"`);
+      return fallback;
+    }
+    return value;
+  }
+
+  hostPort(key: string, allowZero: boolean, fallback: HostPort): HostPort;
+  hostPort(key: string, allowZero: boolean, fallback: undefined): HostPort | undefined;
+  hostPort(key: string, allowZero: boolean, fallback: HostPort | undefined): HostPort | undefined {
+    const found = this.raw(key);
+    if (!found) return fallback;
+    const parsed = parseHostPort(found.value, allowZero);
+    if (typeof parsed === 'string') {
+      this.problems.push(`${found.source}: ${parsed}`);
+      return fallback;
+    }
+    return parsed;
+  }
+
+  choice<T extends string>(key: string, choices: readonly T[], fallback: T): T {
+    const found = this.raw(key);
+    if (!found) return fallback;
+    if ((choices as readonly string[]).includes(found.value)) return found.value as T;
+    this.problems.push(`${found.source} must be one of ${choices.join(', ')}, got "${found.value}"`);
+    return fallback;
+  }
+
+  /** A switch: the bare flag, or the env set to true/false/1/0/yes/no. */
+  boolean(key: string): boolean {
+    const found = this.raw(key);
+    if (!found) return false;
+    const text = found.value.trim().toLowerCase();
+    if (['true', '1', 'yes', 'on'].includes(text)) return true;
+    if (['false', '0', 'no', 'off'].includes(text)) return false;
+    this.problems.push(`${found.source} must be true or false, got "${found.value}"`);
+    return false;
+  }
+
+  /** An absolute URL with one of the given protocols (e.g. "http:"). */
+  url(key: string, protocols: readonly string[]): string | undefined {
+    const found = this.raw(key);
+    if (!found) return undefined;
+    let url: URL | undefined;
+    try {
+      url = new URL(found.value.trim());
+    } catch {
+      url = undefined;
+    }
+    if (!url || !protocols.includes(url.protocol)) {
+      this.problems.push(`${found.source} must be a ${protocols.map((p) => p.replace(':', '://')).join(' or ')} URL, got "${found.value}"`);
+      return undefined;
+    }
+    return url.href;
+  }
+
+  string(key: string, fallback: string): string;
+  string(key: string, fallback: undefined): string | undefined;
+  string(key: string, fallback: string | undefined): string | undefined {
+    const found = this.raw(key);
+    if (!found) return fallback;
+    if (found.value.trim() === '') {
+      this.problems.push(`${found.source} must not be empty`);
+      return fallback;
+    }
+    return found.value.trim();
+  }
+
+  /** Throws ConfigError with every problem seen so far. */
+  check(): void {
+    if (this.problems.length) throw new ConfigError(this.problems);
+  }
+}
+
+/** NATS_SERVER as the nats clients take it: comma-separated nats://, tls://, ws(s):// URLs or host:port. */
+export function parseNatsServers(read: OptionReader): readonly string[] | undefined {
+  const found = read.raw('natsUrl');
+  if (!found) return undefined;
+  const servers = found.value.split(',').map((s) => s.trim()).filter(Boolean);
+  const bad = servers.filter((server) => {
+    if (/^[^\s:/]+:\d{1,5}$/.test(server)) return false;
+    try {
+      return !['nats:', 'tls:', 'ws:', 'wss:'].includes(new URL(server).protocol);
+    } catch {
+      return true;
+    }
+  });
+  if (servers.length === 0 || bad.length) {
+    read.problems.push(`${found.source} must be nats://HOST:PORT (comma-separated for several), got "${found.value}"`);
+    return undefined;
+  }
+  return Object.freeze(servers);
+}

@@ -1,0 +1,93 @@
+/**
+ * Loads the repo's .proto files with proto-loader (no code generation step) and describes the
+ * decoded message shapes the engine and the load client use. Paths resolve relative to this
+ * module, which sits two levels below the package root in both src/ and dist/.
+ */
+import { fileURLToPath } from 'node:url';
+import * as grpc from '@grpc/grpc-js';
+import * as protoLoader from '@grpc/proto-loader';
+
+const PROTO_ROOT = fileURLToPath(new URL('../../../proto/', import.meta.url));
+
+/** keepCase keeps snake_case field names as on the wire; oneofs adds the virtual case field. */
+const LOADER_OPTIONS: protoLoader.Options = {
+  keepCase: true,
+  longs: String,
+  enums: String,
+  defaults: true,
+  oneofs: true,
+  includeDirs: [PROTO_ROOT],
+};
+
+export const VLLM_ENGINE_SERVICE = 'vllm.grpc.engine.VllmEngine';
+export const HEALTH_SERVICE = 'grpc.health.v1.Health';
+
+function loadService(file: string, fullName: string): grpc.ServiceClientConstructor {
+  const definition = protoLoader.loadSync(file, LOADER_OPTIONS);
+  let node: unknown = grpc.loadPackageDefinition(definition);
+  for (const part of fullName.split('.')) node = (node as Record<string, unknown>)[part];
+  if (typeof node !== 'function') throw new Error(`service ${fullName} not found in ${file}`);
+  return node as grpc.ServiceClientConstructor;
+}
+
+let engineCtor: grpc.ServiceClientConstructor | undefined;
+let healthCtor: grpc.ServiceClientConstructor | undefined;
+
+/** Client constructor (and `.service` definition) of vllm.grpc.engine.VllmEngine. */
+export function vllmEngineService(): grpc.ServiceClientConstructor {
+  engineCtor ??= loadService('vllm/engine.proto', VLLM_ENGINE_SERVICE);
+  return engineCtor;
+}
+
+/** Client constructor (and `.service` definition) of grpc.health.v1.Health. */
+export function healthService(): grpc.ServiceClientConstructor {
+  healthCtor ??= loadService('grpc/health/v1/health.proto', HEALTH_SERVICE);
+  return healthCtor;
+}
+
+export interface SamplingParamsMessage {
+  max_tokens?: number | null;
+  n?: number;
+  temperature?: number | null;
+  min_tokens?: number;
+  ignore_eos?: boolean;
+  seed?: number | null;
+}
+
+export interface GenerateRequestMessage {
+  request_id: string;
+  tokenized?: { original_text?: string; input_ids?: number[] } | null;
+  text?: string;
+  input?: 'tokenized' | 'text';
+  sampling_params?: SamplingParamsMessage | null;
+  stream: boolean;
+}
+
+export interface GenerateStreamChunkMessage {
+  token_ids: number[];
+  prompt_tokens: number;
+  completion_tokens: number;
+  cached_tokens: number;
+}
+
+export interface GenerateCompleteMessage {
+  output_ids: number[];
+  finish_reason: string;
+  prompt_tokens: number;
+  completion_tokens: number;
+  cached_tokens: number;
+}
+
+export interface GenerateErrorMessage {
+  message: string;
+  http_status_code: string;
+  details: string;
+}
+
+export interface GenerateResponseMessage {
+  request_id: string;
+  chunk?: GenerateStreamChunkMessage | null;
+  complete?: GenerateCompleteMessage | null;
+  error?: GenerateErrorMessage | null;
+  response?: 'chunk' | 'complete' | 'error';
+}

@@ -1,0 +1,49 @@
+/**
+ * The load event as it travels: the JSON a sidecar publishes per dp rank (Dynamo's ActiveLoad
+ * field names plus ours), the subject it is published on, and the header that picks a call's dp
+ * rank. Sidecars write these and frontends read them; neither owns them.
+ */
+
+export const DP_RANK_HEADER = 'x-dynamo-dp-rank';
+
+/** Field names are the wire contract (Dynamo's ActiveLoad plus ours); do not rename. */
+export interface LoadEvent {
+  worker_id: number;
+  dp_rank: number;
+  active_decode_blocks: number;
+  active_prefill_tokens: number;
+  kv_used_blocks: number | null;
+  kv_total_blocks: number | null;
+  max_num_batched_tokens: number | null;
+  engine_request: number;
+  request_queue: number;
+  engine_request_limit: number | null;
+  overloaded: boolean;
+  draining: boolean;
+  timestamp_ms: number;
+  sequence: number;
+  /** The model the worker serves; null until known. */
+  model: string | null;
+  /** host:port where frontends reach this sidecar's gRPC ingress. */
+  grpc_address: string;
+  /** An event (or push update) comes at least this often. */
+  heartbeat_ms: number;
+}
+
+export class InvalidSubjectNameError extends Error {
+  override readonly name = 'InvalidSubjectNameError';
+}
+
+/**
+ * Escapes one subject token: [A-Za-z0-9_-] stay, every other character becomes %XX per UTF-8
+ * byte (so '.', '*', '>', whitespace and '%' itself). Injective, so two different names can
+ * never share a subject, and usual names (`dynamo`, `backend`, `generate`) are unchanged.
+ */
+export function escapeSubjectToken(name: string): string {
+  if (name === '') throw new InvalidSubjectNameError('subject name segment must not be empty');
+  return name.replace(/[^A-Za-z0-9_-]/gu, (ch) => [...Buffer.from(ch, 'utf8')].map((b) => '%' + b.toString(16).toUpperCase().padStart(2, '0')).join(''));
+}
+
+export function loadSubject(namespace: string, component: string, endpoint: string): string {
+  return `namespace.${escapeSubjectToken(namespace)}.component.${escapeSubjectToken(component)}.endpoint.${escapeSubjectToken(endpoint)}.kv_metrics`;
+}

@@ -1,0 +1,168 @@
+/**
+ * AdmissionGate: N engine slots and a FIFO overflow queue of Q waiters. Knows nothing of
+ * HTTP/2; the proxy asks it for a slot, and releases the permit when the call has fully ended.
+ *
+ * Invariants, true after every public method returns:
+ *   0 <= inEngine <= limit,  0 <= queued <= queueLimit,  queued > 0  =>  inEngine === limit.
+ * The last one is what makes FIFO hold: a freed slot goes straight to the head waiter, so a
+ * newcomer finds either a free slot with an empty queue, or no free slot.
+ *
+ * Node runs this on one thread, so the cap is exact without the Q-1 channel sizing Dynamo needs
+ * for its dispatcher task (see docs/decisions.md, "An exact gate of our own").
+ */
+
+/** Held from dispatch until the call ends. `release()` is idempotent: every exit path may call it. */
+export interface Permit {
+  release(): void;
+  readonly released: boolean;
+}
+
+/** A place in the queue. `cancel()` returns false when the waiter was already admitted (or cancelled). */
+export interface QueueTicket {
+  cancel(): boolean;
+}
+
+export type Admission =
+  | { readonly kind: 'admitted'; readonly permit: Permit }
+  | { readonly kind: 'queued'; readonly ticket: QueueTicket }
+  | { readonly kind: 'rejected' };
+
+/** Called with the permit when a queued waiter reaches a slot. Must not throw. */
+export type OnAdmit = (permit: Permit) => void;
+
+export interface GateListener {
+  /** After any change of inEngine or queued; keep it cheap, it runs on the hot path. */
+  onChange(): void;
+}
+
+const REJECTED: Admission = Object.freeze({ kind: 'rejected' });
+
+class Waiter implements QueueTicket {
+  prev: Waiter | undefined;
+  next: Waiter | undefined;
+  waiting = true;
+
+  constructor(
+    private readonly unlink: (waiter: Waiter) => void,
+    readonly onAdmit: OnAdmit,
+  ) {}
+
+  cancel(): boolean {
+    if (!this.waiting) return false;
+    this.unlink(this);
+    return true;
+  }
+}
+
+class SlotPermit implements Permit {
+  released = false;
+
+  constructor(private readonly freeSlot: () => void) {}
+
+  release(): void {
+    if (this.released) return;
+    this.released = true;
+    this.freeSlot();
+  }
+}
+
+export class AdmissionGate {
+  private engineCount = 0;
+  private queueCount = 0;
+  // Doubly linked so a cancelled or expired waiter leaves the queue in O(1).
+  private head: Waiter | undefined;
+  private tail: Waiter | undefined;
+  private handingOff = false;
+  private readonly unlinkWaiter = (waiter: Waiter): void => this.unlink(waiter);
+  private readonly freeOneSlot = (): void => this.freeSlot();
+
+  /**
+   * @param limit max calls in the engine; `Infinity` admits everything (admission off).
+   * @param queueLimit max calls waiting; 0 means reject as soon as the engine is full.
+   */
+  constructor(
+    readonly limit: number,
+    readonly queueLimit: number,
+    private readonly listener?: GateListener,
+  ) {
+    if (!(limit >= 1)) throw new RangeError(`AdmissionGate limit must be >= 1, got ${limit}`);
+    if (!(queueLimit >= 0)) throw new RangeError(`AdmissionGate queueLimit must be >= 0, got ${queueLimit}`);
+  }
+
+  /** Calls currently holding an engine slot. */
+  get inEngine(): number {
+    return this.engineCount;
+  }
+
+  /** Calls waiting in the overflow queue. */
+  get queued(): number {
+    return this.queueCount;
+  }
+
+  /** True when a new call would be rejected right now. */
+  get full(): boolean {
+    return this.engineCount >= this.limit && this.queueCount >= this.queueLimit;
+  }
+
+  /**
+   * Admit now (a free slot and nobody waiting), queue (room in the queue), or reject.
+   * `onAdmit` is only called for a queued call, later, when it reaches a slot.
+   */
+  acquire(onAdmit: OnAdmit): Admission {
+    if (this.engineCount < this.limit && this.queueCount === 0) {
+      this.engineCount++;
+      this.listener?.onChange();
+      return { kind: 'admitted', permit: new SlotPermit(this.freeOneSlot) };
+    }
+    if (this.queueCount < this.queueLimit) {
+      const waiter = new Waiter(this.unlinkWaiter, onAdmit);
+      waiter.prev = this.tail;
+      if (this.tail) this.tail.next = waiter;
+      else this.head = waiter;
+      this.tail = waiter;
+      this.queueCount++;
+      this.listener?.onChange();
+      return { kind: 'queued', ticket: waiter };
+    }
+    return REJECTED;
+  }
+
+  private unlink(waiter: Waiter): void {
+    waiter.waiting = false;
+    if (waiter.prev) waiter.prev.next = waiter.next;
+    else this.head = waiter.next;
+    if (waiter.next) waiter.next.prev = waiter.prev;
+    else this.tail = waiter.prev;
+    waiter.prev = waiter.next = undefined;
+    this.queueCount--;
+    this.listener?.onChange();
+  }
+
+  private freeSlot(): void {
+    this.engineCount--;
+    if (this.handingOff) return; // the loop below, further up the stack, hands this slot on
+    this.handingOff = true;
+    try {
+      // A loop, not recursion: an onAdmit that releases at once (upstream refused) frees the
+      // slot again, and the next waiter gets it here without growing the stack.
+      while (this.head && this.engineCount < this.limit) {
+        const waiter = this.head;
+        this.unlinkForAdmission(waiter);
+        this.engineCount++;
+        waiter.onAdmit(new SlotPermit(this.freeOneSlot));
+      }
+    } finally {
+      this.handingOff = false;
+    }
+    this.listener?.onChange();
+  }
+
+  private unlinkForAdmission(waiter: Waiter): void {
+    waiter.waiting = false;
+    this.head = waiter.next;
+    if (this.head) this.head.prev = undefined;
+    else this.tail = undefined;
+    waiter.next = undefined;
+    this.queueCount--;
+  }
+}

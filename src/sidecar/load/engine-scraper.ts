@@ -1,0 +1,174 @@
+/**
+ * Polls an engine's /metrics and keeps the latest KV load per dp rank.
+ *
+ *   const s = new EngineScraper({ url, intervalMs: 1000, format: 'auto', logger, onUpdate });
+ *   s.start();  ...  s.ranks / s.stale / s.errors  ...  s.stop();
+ *
+ * Behaviour:
+ * - One scrape at a time: the next one is scheduled only after the previous settled, at
+ *   `intervalMs` from its start (or at once if it ran long). Timers are unref()ed.
+ * - Each scrape has a deadline `timeoutMs` (default 80% of the interval, within 1-5 s, so that a
+ *   short interval does not turn a busy engine's slow answer into "stale").
+ * - A scrape is good when the body parses to at least one rank with a KV number (used blocks
+ *   or usage ratio). Anything else (refused, timeout, non-2xx, HTML, only request gauges)
+ *   counts as an error and makes the source stale; the last good values are kept for
+ *   inspection, but `stale` tells consumers not to trust them.
+ * - Logs and onUpdate: one log per state change (fresh -> stale, stale -> fresh), never per
+ *   failure. onUpdate is called on a state change and whenever a good scrape changes the values.
+ */
+import type { Logger } from '../../platform/log.js';
+import { parseEngineMetrics, type EngineMetricsFormatOption, type ScrapedLoad } from './engine-metrics-reader.js';
+
+export type FetchText = (url: string, signal: AbortSignal) => Promise<string>;
+
+export interface EngineScraperOptions {
+  url: string;
+  intervalMs?: number;
+  timeoutMs?: number;
+  format?: EngineMetricsFormatOption;
+  logger: Logger;
+  onUpdate?: () => void;
+  /** Replaceable for tests; default uses global fetch. */
+  fetchText?: FetchText;
+  now?: () => number;
+}
+
+/** A scrape that produced no usable KV numbers; `message` is what gets logged. */
+export class ScrapeError extends Error {
+  override readonly name = 'ScrapeError';
+}
+
+const MAX_BODY_BYTES = 16 * 1024 * 1024;
+
+export const defaultFetchText: FetchText = async (url, signal) => {
+  const res = await fetch(url, { signal, headers: { accept: 'text/plain; version=0.0.4' } });
+  if (!res.ok) {
+    await res.body?.cancel();
+    throw new ScrapeError(`HTTP ${res.status} from ${url}`);
+  }
+  const length = Number(res.headers.get('content-length') ?? 0);
+  if (length > MAX_BODY_BYTES) {
+    await res.body?.cancel();
+    throw new ScrapeError(`metrics body of ${length} bytes exceeds ${MAX_BODY_BYTES}`);
+  }
+  return res.text();
+};
+
+export class EngineScraper {
+  readonly url: string;
+  private readonly intervalMs: number;
+  private readonly timeoutMs: number;
+  private readonly format: EngineMetricsFormatOption;
+  private readonly logger: Logger;
+  private readonly onUpdate: () => void;
+  private readonly fetchText: FetchText;
+  private readonly now: () => number;
+
+  private state: 'unknown' | 'fresh' | 'stale' = 'unknown';
+  private latest: ReadonlyMap<number, ScrapedLoad> = new Map();
+  private latestKey = '';
+  private timer: NodeJS.Timeout | undefined;
+  private inFlight: AbortController | undefined;
+  private running = false;
+  private errorCount = 0;
+  /** Problems reported by the last parse (bounded); for /load diagnostics, not for logging per scrape. */
+  lastProblems: readonly string[] = [];
+  lastError: string | undefined;
+  lastSuccessMs: number | undefined;
+
+  constructor(options: EngineScraperOptions) {
+    this.url = options.url;
+    this.intervalMs = options.intervalMs ?? 1000;
+    this.timeoutMs = options.timeoutMs ?? Math.min(5000, Math.max(1000, Math.floor(this.intervalMs * 0.8)));
+    this.format = options.format ?? 'auto';
+    this.logger = options.logger;
+    this.onUpdate = options.onUpdate ?? (() => {});
+    this.fetchText = options.fetchText ?? defaultFetchText;
+    this.now = options.now ?? Date.now;
+  }
+
+  /** True until the first good scrape and after any failed one. */
+  get stale(): boolean {
+    return this.state !== 'fresh';
+  }
+
+  get errors(): number {
+    return this.errorCount;
+  }
+
+  /** Latest good values per dp rank (kept while stale; check {@link stale}). */
+  get ranks(): ReadonlyMap<number, ScrapedLoad> {
+    return this.latest;
+  }
+
+  start(): void {
+    if (this.running) return;
+    this.running = true;
+    this.schedule(0);
+  }
+
+  stop(): void {
+    this.running = false;
+    clearTimeout(this.timer);
+    this.timer = undefined;
+    this.inFlight?.abort();
+  }
+
+  /** One scrape now; resolves after state and callbacks are updated. Never rejects. */
+  async scrapeOnce(): Promise<void> {
+    const controller = new AbortController();
+    this.inFlight = controller;
+    const signal = AbortSignal.any([controller.signal, AbortSignal.timeout(this.timeoutMs)]);
+    try {
+      const text = await this.fetchText(this.url, signal);
+      const result = parseEngineMetrics(text, this.format);
+      this.lastProblems = result.problems;
+      const usable = [...result.ranks.values()].some((r) => r.kvUsedBlocks !== undefined || r.kvUsagePerc !== undefined);
+      if (!usable) throw new ScrapeError(result.problems[result.problems.length - 1] ?? 'no KV-cache numbers in the metrics');
+      this.succeeded(result.ranks);
+    } catch (err) {
+      if (controller.signal.aborted) return; // stopped: neither an error nor a state change
+      this.failed(signal.aborted ? `timed out after ${this.timeoutMs} ms` : describe(err));
+    } finally {
+      if (this.inFlight === controller) this.inFlight = undefined;
+    }
+  }
+
+  private schedule(delayMs: number): void {
+    this.timer = setTimeout(() => {
+      const started = this.now();
+      void this.scrapeOnce().then(() => {
+        if (this.running) this.schedule(Math.max(0, this.intervalMs - (this.now() - started)));
+      });
+    }, delayMs);
+    this.timer.unref();
+  }
+
+  private succeeded(ranks: ReadonlyMap<number, ScrapedLoad>): void {
+    this.lastSuccessMs = this.now();
+    this.lastError = undefined;
+    const key = JSON.stringify([...ranks]);
+    const changed = key !== this.latestKey;
+    this.latest = ranks;
+    this.latestKey = key;
+    const wasFresh = this.state === 'fresh';
+    this.state = 'fresh';
+    if (!wasFresh) this.logger.info('engine metrics fresh', { url: this.url, ranks: ranks.size, problems: this.lastProblems.slice(0, 5) });
+    if (changed || !wasFresh) this.onUpdate();
+  }
+
+  private failed(reason: string): void {
+    this.errorCount++;
+    this.lastError = reason;
+    if (this.state === 'stale') return;
+    this.state = 'stale';
+    this.logger.warn('engine metrics stale', { url: this.url, reason });
+    this.onUpdate();
+  }
+}
+
+function describe(err: unknown): string {
+  if (!(err instanceof Error)) return String(err);
+  const cause = err.cause instanceof Error ? `: ${err.cause.message}` : '';
+  return `${err.message}${cause}`;
+}

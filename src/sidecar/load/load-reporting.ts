@@ -1,0 +1,167 @@
+/**
+ * Load reporting, composed from one LoadConfig: the tracker, its sources (engine scrape,
+ * Generate traffic accounting, static flags, the served model from the flag or the engine's
+ * GetModelInfo), the two ways out (NATS publisher, WorkerLoad/Watch push on the ingress port)
+ * and their metrics. The proxy sees only the small surface below; none of it ever waits on the
+ * network.
+ */
+import { hostname } from 'node:os';
+import type { Registry } from 'prom-client';
+import type { AdmissionGate } from '../admission/gate.js';
+import type { LoadConfig } from '../config/sidecar-config.js';
+import type { Logger } from '../../platform/log.js';
+import type { TrafficTap } from '../proxy/call-context.js';
+import type { IncomingHttpHeaders } from 'node:http2';
+import { EngineScraper } from './engine-scraper.js';
+import { mirrorCounter, registerLoadMetrics } from './load-metrics.js';
+import { LoadTracker } from './load-tracker.js';
+import { type LoadEvent } from '../../protocol/load-event.js';
+import { ModelInfoProbe, type ModelInfoEngine } from './model-info-probe.js';
+import { LoadPublisher, defaultWorkerId } from './publisher.js';
+import { loadSubject } from '../../protocol/load-event.js';
+import { TrafficAccounting } from './traffic-accounting.js';
+import { WorkerLoadService } from './worker-load-service.js';
+
+export interface LoadReportingDeps {
+  readonly config: LoadConfig;
+  readonly gate: AdmissionGate;
+  /** Configured limit and queue, or undefined when admission is off. */
+  readonly admission: { readonly limit: number; readonly queueLimit: number } | undefined;
+  readonly listenPort: number;
+  /** The engine connection, asked for the served model when --served-model-name is not given. */
+  readonly engine: ModelInfoEngine;
+  /** Scrape this when no --engine-metrics-url is given (the embedded engine in demo mode). */
+  readonly defaultEngineMetricsUrl?: string;
+  readonly registry: Registry;
+  readonly logger: Logger;
+}
+
+export class LoadReporting {
+  readonly tracker: LoadTracker;
+  readonly subject: string;
+  private readonly accounting: TrafficAccounting;
+  private readonly scraper: EngineScraper | undefined;
+  private readonly publisher: LoadPublisher | undefined;
+  private readonly modelProbe: ModelInfoProbe | undefined;
+  /** dynamo.sidecar.v1.WorkerLoad, for the ingress to answer. */
+  readonly watchService: WorkerLoadService;
+
+  constructor(private readonly deps: LoadReportingDeps) {
+    const { config, logger } = deps;
+    const workerId = config.workerId ?? defaultWorkerId(hostname(), deps.listenPort);
+    this.subject = loadSubject(config.namespace, config.component, config.endpoint);
+    this.tracker = new LoadTracker({
+      workerId,
+      dataParallelSize: config.dataParallelSize,
+      kvTotalBlocks: config.kvTotalBlocks,
+      kvBlockSize: config.kvBlockSize,
+      maxNumBatchedTokens: config.maxNumBatchedTokens,
+      trackOutputBlocks: config.trackOutputBlocks,
+      heartbeatMs: config.loadHeartbeatMs,
+      model: config.servedModelName,
+    });
+    this.accounting = new TrafficAccounting(this.tracker, config.dataParallelSize);
+    this.syncAdmission();
+
+    const metricsUrl = config.engineMetricsUrl ?? deps.defaultEngineMetricsUrl;
+    if (metricsUrl) {
+      const scraper: EngineScraper = new EngineScraper({
+        url: metricsUrl,
+        intervalMs: config.scrapeIntervalMs,
+        format: config.engineMetricsFormat,
+        logger: logger.child({ component: 'engine-scrape' }),
+        onUpdate: () => this.tracker.applyScrape(scraper.ranks, scraper.stale),
+      });
+      this.scraper = scraper;
+    }
+    if (config.natsServers) {
+      this.publisher = new LoadPublisher({
+        servers: [...config.natsServers],
+        subject: this.subject,
+        source: this.tracker,
+        heartbeatMs: config.loadHeartbeatMs,
+        livenessTimeoutMs: config.natsLivenessTimeoutMs,
+        name: `dynamo-sidecar-${workerId}`,
+        logger: logger.child({ component: 'nats' }),
+      });
+    }
+    if (config.servedModelName === undefined) {
+      this.modelProbe = new ModelInfoProbe({
+        engine: deps.engine,
+        onModel: (name) => this.tracker.setModel(name),
+        logger: logger.child({ component: 'model-info' }),
+      });
+    }
+    this.watchService = new WorkerLoadService({ source: this.tracker, heartbeatMs: config.loadHeartbeatMs });
+    registerLoadMetrics(deps.registry, this.tracker, this.scraper, this.publisher, this.watchService);
+    mirrorCounter(
+      deps.registry,
+      'dynamo_sidecar_generate_unparsed_messages_total',
+      'Generate messages the traffic accounting could not decode (compressed, oversized, malformed); the calls were forwarded untouched.',
+      () => this.accounting.unparsedMessages,
+    );
+  }
+
+  /**
+   * The ingress is bound: events carry where frontends reach it (grpc_address), and a default
+   * worker id hashes the bound port, so sidecars listening on port 0 never share an id.
+   * Call before start().
+   */
+  bound(grpcAddress: string, boundPort: number): void {
+    this.tracker.setGrpcAddress(grpcAddress);
+    if (this.deps.config.workerId === undefined) this.tracker.setWorkerId(defaultWorkerId(hostname(), boundPort));
+  }
+
+  get workerId(): number {
+    return this.tracker.workerId;
+  }
+
+  start(): void {
+    this.scraper?.start();
+    this.publisher?.start();
+    this.modelProbe?.start();
+  }
+
+  /** The gate changed: keep the tracker's admission fields current (cheap; the publisher debounces). */
+  syncAdmission(): void {
+    const { gate, admission } = this.deps;
+    this.tracker.setAdmission({ engineRequest: gate.inEngine, requestQueue: gate.queued, limit: admission?.limit, queueLimit: admission?.queueLimit });
+  }
+
+  /** A call was rejected: the first rejection of a burst is published at once, not after the debounce. */
+  rejected(): void {
+    const wasOverloaded = this.tracker.overloaded;
+    this.tracker.markRejected();
+    if (!wasOverloaded) {
+      this.publisher?.publishNow();
+      this.watchService.publishNow();
+    }
+  }
+
+  tap(headers: IncomingHttpHeaders): TrafficTap | undefined {
+    return this.accounting.tap(headers);
+  }
+
+  /** Output tokens seen on Generate calls so far (for the status line's tokens/s). */
+  get outputTokens(): number {
+    return this.accounting.outputTokens;
+  }
+
+  setDraining(): void {
+    this.tracker.setDraining(true);
+    this.publisher?.publishNow();
+    this.watchService.publishNow();
+  }
+
+  /** The latest state, as served by GET /load; does not advance sequence numbers. */
+  current(): LoadEvent[] {
+    return this.tracker.peek();
+  }
+
+  async close(): Promise<void> {
+    this.scraper?.stop();
+    this.modelProbe?.stop();
+    this.watchService.close();
+    await this.publisher?.close();
+  }
+}

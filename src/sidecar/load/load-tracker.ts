@@ -1,0 +1,271 @@
+/**
+ * The worker's current load, per data-parallel rank, in the shape of a Dynamo load event.
+ *
+ *   const t = new LoadTracker({ workerId, dataParallelSize: 2, kvBlockSize: 16, trackOutputBlocks: true });
+ *   const call = t.callStarted(rank, promptTokens, maxTokens);  // when dispatched to the engine
+ *   call.output(n) / call.output(total, { cumulative: true });   call.end();
+ *   t.applyScrape(scraper.ranks, scraper.stale);  t.setAdmission({...});  t.markRejected();
+ *   t.setModel(name);  t.setGrpcAddress('10.0.0.5:50050');  t.setDraining(true);
+ *   t.snapshot() -> LoadEvent[] (one per rank, advances `sequence`);  t.peek();  t.onChange(fn)
+ *
+ * Where each field comes from (precedence):
+ * - kv_used_blocks: the engine scrape for that rank while it is fresh; null otherwise (a stale
+ *   number is worse than none: consumers then fall back to active_decode_blocks).
+ * - kv_total_blocks: the last scraped total for that rank (capacity does not change while
+ *   stale), else the static --kv-total-blocks, else null.
+ * - block size for the decode-block arithmetic: last scraped block size, else --kv-block-size
+ *   (default 16).
+ * - active_prefill_tokens: sum of prompt tokens of calls in the engine that have not streamed
+ *   any output yet. active_decode_blocks: sum over calls in the engine of
+ *   ceil((prompt + output so far) / block size), output only with trackOutputBlocks.
+ *   Both are traffic accounting only; the scrape never overrides them.
+ * - max_num_batched_tokens: static config or null.
+ * - engine_request, request_queue, engine_request_limit, draining: whatever the proxy last told
+ *   us; they describe the whole worker and are repeated in every rank's event.
+ * - model, grpc_address, heartbeat_ms: who the worker is and how often it reports, the same in
+ *   every rank's event. model is null until known (--served-model-name, or the engine's answer
+ *   to GetModelInfo); grpc_address is set once the ingress is bound (setGrpcAddress).
+ *
+ * overloaded (worker-wide) is true exactly when
+ *   (a) admission is on and the gate is full: engine_request >= limit and request_queue >= queue
+ *       limit, i.e. the next call would be rejected; or
+ *   (b) markRejected() was called, no setAdmission() since has reported room, and less than
+ *       `overloadHoldMs` (default 1000) has passed since that rejection.
+ * Room reported by setAdmission clears (b) at once, and (b) also expires by itself, so a worker
+ * that goes idle cannot stay "busy" (Dynamo's stale-busy bug) even if nothing else changes:
+ * the next heartbeat snapshot reads false.
+ */
+import { DEFAULT_LOAD_HEARTBEAT_MS } from '../config/sidecar-config.js';
+import type { ScrapedLoad } from './engine-metrics-reader.js';
+import type { LoadEvent } from '../../protocol/load-event.js';
+
+export interface LoadTrackerConfig {
+  workerId: number;
+  dataParallelSize?: number;
+  kvTotalBlocks?: number;
+  kvBlockSize?: number;
+  maxNumBatchedTokens?: number;
+  trackOutputBlocks?: boolean;
+  overloadHoldMs?: number;
+  /** Reported as heartbeat_ms; default DEFAULT_LOAD_HEARTBEAT_MS. */
+  heartbeatMs?: number;
+  /** Initial model (--served-model-name); default null until setModel(). */
+  model?: string;
+  /** Initial grpc_address; default '' until setGrpcAddress(). */
+  grpcAddress?: string;
+  now?: () => number;
+}
+
+export interface AdmissionState {
+  engineRequest: number;
+  requestQueue: number;
+  /** Undefined when admission is off. */
+  limit?: number;
+  queueLimit?: number;
+}
+
+export interface CallLoad {
+  /** Output tokens seen: a delta by default, or the running total with { cumulative: true }. */
+  output(tokens: number, options?: { cumulative?: boolean }): void;
+  /** Idempotent. */
+  end(): void;
+}
+
+/** Parses the dp-rank header; anything but an integer in [0, size) gives rank 0 and valid=false. */
+export function parseDpRankHeader(value: string | string[] | undefined, dataParallelSize: number): { rank: number; valid: boolean } {
+  if (value === undefined) return { rank: 0, valid: true };
+  const raw = Array.isArray(value) ? value[0] : value;
+  const trimmed = (raw ?? '').trim();
+  if (!/^\d{1,9}$/.test(trimmed)) return { rank: 0, valid: false };
+  const rank = Number(trimmed);
+  return rank < dataParallelSize ? { rank, valid: true } : { rank: 0, valid: false };
+}
+
+interface Call {
+  prompt: number;
+  output: number;
+  prefill: boolean;
+}
+
+interface Rank {
+  calls: Set<Call>;
+  prefillTokens: number;
+  scraped: ScrapedLoad | undefined;
+  scrapeFresh: boolean;
+  sequence: number;
+}
+
+export class LoadTracker {
+  readonly dataParallelSize: number;
+  private readonly config: LoadTrackerConfig;
+  private workerIdValue: number;
+  private readonly now: () => number;
+  private readonly ranks: Rank[];
+  private readonly listeners = new Set<() => void>();
+  private admission: AdmissionState = { engineRequest: 0, requestQueue: 0 };
+  private draining = false;
+  private rejectedAt: number | undefined;
+  private model: string | null;
+  private grpcAddress: string;
+
+  constructor(config: LoadTrackerConfig) {
+    const size = config.dataParallelSize ?? 1;
+    if (!Number.isInteger(size) || size < 1) throw new RangeError(`dataParallelSize must be a positive integer, got ${size}`);
+    this.dataParallelSize = size;
+    this.config = config;
+    this.workerIdValue = config.workerId;
+    this.now = config.now ?? Date.now;
+    this.model = config.model ?? null;
+    this.grpcAddress = config.grpcAddress ?? '';
+    this.ranks = Array.from({ length: size }, () => ({ calls: new Set(), prefillTokens: 0, scraped: undefined, scrapeFresh: false, sequence: 0 }));
+  }
+
+  /** Listener runs synchronously on every change; keep it cheap (e.g. schedule a debounce). */
+  onChange(listener: () => void): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
+  /**
+   * Call when a call is dispatched to the engine (not while it waits in the sidecar queue).
+   * maxTokens is accepted for a future reservation-style estimate; the accounting ignores it.
+   */
+  callStarted(rank: number, promptTokens: number, _maxTokens?: number): CallLoad {
+    const r = this.ranks[Number.isInteger(rank) && rank >= 0 && rank < this.dataParallelSize ? rank : 0]!;
+    const call: Call = { prompt: Math.max(0, Math.floor(promptTokens) || 0), output: 0, prefill: true };
+    r.calls.add(call);
+    r.prefillTokens += call.prompt;
+    this.changed();
+    let ended = false;
+    return {
+      output: (tokens, options) => {
+        if (ended) return;
+        const wasPrefill = call.prefill;
+        const before = this.blocks(r, call);
+        const n = Math.max(0, Math.floor(tokens) || 0);
+        call.output = options?.cumulative ? Math.max(call.output, n) : call.output + n;
+        if (wasPrefill) {
+          call.prefill = false;
+          r.prefillTokens -= call.prompt;
+        }
+        if (wasPrefill || this.blocks(r, call) !== before) this.changed();
+      },
+      end: () => {
+        if (ended) return;
+        ended = true;
+        r.calls.delete(call);
+        if (call.prefill) r.prefillTokens -= call.prompt;
+        this.changed();
+      },
+    };
+  }
+
+  /** Latest scrape per rank; ranks outside [0, dataParallelSize) are ignored. */
+  applyScrape(ranks: ReadonlyMap<number, ScrapedLoad>, stale: boolean): void {
+    this.ranks.forEach((r, i) => {
+      const s = ranks.get(i);
+      if (s !== undefined) r.scraped = s;
+      r.scrapeFresh = !stale && s !== undefined;
+    });
+    this.changed();
+  }
+
+  setAdmission(state: AdmissionState): void {
+    const a = this.admission;
+    if (state.limit === undefined || state.engineRequest < state.limit || state.queueLimit === undefined || state.requestQueue < state.queueLimit) this.rejectedAt = undefined;
+    if (a.engineRequest === state.engineRequest && a.requestQueue === state.requestQueue && a.limit === state.limit && a.queueLimit === state.queueLimit) return;
+    this.admission = { ...state };
+    this.changed();
+  }
+
+  markRejected(): void {
+    this.rejectedAt = this.now();
+    this.changed();
+  }
+
+  setDraining(draining: boolean): void {
+    if (this.draining === draining) return;
+    this.draining = draining;
+    this.changed();
+  }
+
+  setModel(model: string | null): void {
+    if (this.model === model) return;
+    this.model = model;
+    this.changed();
+  }
+
+  /** The default worker id depends on the bound port, known only after listening. */
+  setWorkerId(workerId: number): void {
+    if (this.workerIdValue === workerId) return;
+    this.workerIdValue = workerId;
+    this.changed();
+  }
+
+  get workerId(): number {
+    return this.workerIdValue;
+  }
+
+  setGrpcAddress(address: string): void {
+    if (this.grpcAddress === address) return;
+    this.grpcAddress = address;
+    this.changed();
+  }
+
+  get overloaded(): boolean {
+    const { engineRequest, requestQueue, limit, queueLimit } = this.admission;
+    if (limit !== undefined && queueLimit !== undefined && engineRequest >= limit && requestQueue >= queueLimit) return true;
+    return this.rejectedAt !== undefined && this.now() - this.rejectedAt < (this.config.overloadHoldMs ?? 1000);
+  }
+
+  /** Current events without advancing `sequence` (for /load and metrics). */
+  peek(): LoadEvent[] {
+    return this.ranks.map((_, i) => this.event(i));
+  }
+
+  /** One event per rank, each with its rank's next sequence number: use for every publish. */
+  snapshot(): LoadEvent[] {
+    return this.ranks.map((r, i) => {
+      r.sequence++;
+      return this.event(i);
+    });
+  }
+
+  private event(i: number): LoadEvent {
+    const r = this.ranks[i]!;
+    let decode = 0;
+    for (const c of r.calls) decode += this.blocks(r, c);
+    const { engineRequest, requestQueue, limit } = this.admission;
+    return {
+      worker_id: this.workerIdValue,
+      dp_rank: i,
+      active_decode_blocks: decode,
+      active_prefill_tokens: r.prefillTokens,
+      kv_used_blocks: r.scrapeFresh ? (r.scraped?.kvUsedBlocks ?? null) : null,
+      kv_total_blocks: r.scraped?.kvTotalBlocks ?? this.config.kvTotalBlocks ?? null,
+      max_num_batched_tokens: this.config.maxNumBatchedTokens ?? null,
+      engine_request: engineRequest,
+      request_queue: requestQueue,
+      engine_request_limit: limit ?? null,
+      overloaded: this.overloaded,
+      draining: this.draining,
+      timestamp_ms: this.now(),
+      sequence: r.sequence,
+      model: this.model,
+      grpc_address: this.grpcAddress,
+      heartbeat_ms: this.config.heartbeatMs ?? DEFAULT_LOAD_HEARTBEAT_MS,
+    };
+  }
+
+  private blockSize(r: Rank): number {
+    return r.scraped?.blockSize ?? this.config.kvBlockSize ?? 16;
+  }
+
+  private blocks(r: Rank, c: Call): number {
+    return Math.ceil((c.prompt + (this.config.trackOutputBlocks ? c.output : 0)) / this.blockSize(r));
+  }
+
+  private changed(): void {
+    for (const l of this.listeners) l();
+  }
+}

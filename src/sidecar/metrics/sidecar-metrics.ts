@@ -1,0 +1,142 @@
+/**
+ * The sidecar's Prometheus metrics. Dynamo's three names first (dynamo_engine_request,
+ * dynamo_request_queue, dynamo_rejection_request_total), then our companions under
+ * dynamo_sidecar_. Gauges that mirror the gate are read at scrape time (`collect`), so the hot
+ * path pays nothing for them and they can never drift from the gate's own counts.
+ */
+import { Counter, Gauge, Histogram, collectDefaultMetrics, type Registry } from 'prom-client';
+import type { AdmissionGate } from '../admission/gate.js';
+import { statusName } from '../../protocol/grpc/status.js';
+
+export type UpstreamErrorKind = 'connect' | 'reset' | 'session_lost';
+
+export interface AdmissionView {
+  readonly gate: AdmissionGate;
+  /** Configured limit, or undefined when admission is off. */
+  readonly engineRequestLimit: number | undefined;
+  readonly requestQueueLimit: number;
+}
+
+export class SidecarMetrics {
+  private readonly rejections: Counter;
+  private readonly queueWait: Histogram;
+  private readonly requests: Counter<'grpc_code'>;
+  private readonly requestsByCode = new Map<number, Counter.Internal>();
+  private readonly cancelledInQueue: Counter;
+  private readonly deadlineInQueue: Counter;
+  private readonly upstreamErrors: Counter<'kind'>;
+
+  constructor(
+    readonly registry: Registry,
+    admission: AdmissionView,
+    upstreamReachable: () => boolean,
+  ) {
+    const registers = [registry];
+    const { gate } = admission;
+    new Gauge({
+      name: 'dynamo_engine_request',
+      help: 'Calls currently inside the engine (admitted, not yet ended).',
+      registers,
+      collect() {
+        this.set(gate.inEngine);
+      },
+    });
+    new Gauge({
+      name: 'dynamo_request_queue',
+      help: 'Calls waiting in the sidecar for an engine slot.',
+      registers,
+      collect() {
+        this.set(gate.queued);
+      },
+    });
+    this.rejections = new Counter({
+      name: 'dynamo_rejection_request_total',
+      help: 'Calls rejected with RESOURCE_EXHAUSTED because the engine and the queue were full.',
+      registers,
+    });
+    const limitGauge = new Gauge({
+      name: 'dynamo_sidecar_engine_request_limit',
+      help: 'Configured max calls in the engine (N); absent series value 0 means admission off.',
+      registers,
+    });
+    limitGauge.set(admission.engineRequestLimit ?? 0);
+    const queueGauge = new Gauge({
+      name: 'dynamo_sidecar_request_queue_capacity',
+      help: 'Configured overflow queue size (Q); 0 when admission is off.',
+      registers,
+    });
+    queueGauge.set(admission.engineRequestLimit === undefined ? 0 : admission.requestQueueLimit);
+    this.queueWait = new Histogram({
+      name: 'dynamo_sidecar_queue_wait_seconds',
+      help: 'Time calls spent in the overflow queue before reaching an engine slot.',
+      buckets: [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
+      registers,
+    });
+    this.requests = new Counter({
+      name: 'dynamo_sidecar_requests_total',
+      help: 'Calls handled by the sidecar, by final gRPC status (from the engine or the sidecar).',
+      labelNames: ['grpc_code'],
+      registers,
+    });
+    this.cancelledInQueue = new Counter({
+      name: 'dynamo_sidecar_queue_cancelled_total',
+      help: 'Queued calls whose client cancelled before they reached the engine.',
+      registers,
+    });
+    this.deadlineInQueue = new Counter({
+      name: 'dynamo_sidecar_queue_deadline_exceeded_total',
+      help: 'Queued calls whose deadline passed before they reached the engine.',
+      registers,
+    });
+    this.upstreamErrors = new Counter({
+      name: 'dynamo_sidecar_upstream_errors_total',
+      help: 'Calls that failed between the sidecar and the engine, by kind.',
+      labelNames: ['kind'],
+      registers,
+    });
+    new Gauge({
+      name: 'dynamo_sidecar_upstream_up',
+      help: '1 while the engine is reachable over HTTP/2, else 0.',
+      registers,
+      collect() {
+        this.set(upstreamReachable() ? 1 : 0);
+      },
+    });
+    collectDefaultMetrics({ register: registry });
+    // prom-client also exports these gauges with a _total suffix, which Prometheus reserves for
+    // counters (promtool check metrics rejects them); the same values stay available without it.
+    for (const name of ['nodejs_active_handles_total', 'nodejs_active_requests_total', 'nodejs_active_resources_total']) {
+      registry.removeSingleMetric(name);
+    }
+  }
+
+  rejected(): void {
+    this.rejections.inc();
+  }
+
+  admittedFromQueue(waitSeconds: number): void {
+    this.queueWait.observe(waitSeconds);
+  }
+
+  cancelledWhileQueued(): void {
+    this.cancelledInQueue.inc();
+  }
+
+  deadlineWhileQueued(): void {
+    this.deadlineInQueue.inc();
+  }
+
+  upstreamError(kind: UpstreamErrorKind): void {
+    this.upstreamErrors.inc({ kind });
+  }
+
+  /** One per call, with its final status; label children are cached so this stays a map lookup. */
+  callEnded(status: number): void {
+    let child = this.requestsByCode.get(status);
+    if (!child) {
+      child = this.requests.labels(statusName(status));
+      this.requestsByCode.set(status, child);
+    }
+    child.inc();
+  }
+}

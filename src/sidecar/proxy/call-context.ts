@@ -1,0 +1,96 @@
+/**
+ * What every proxied call depends on, as small interfaces: the admission gate, the engine
+ * connection, metrics, a clock, and the optional observer that load accounting hooks into.
+ * Built once by the sidecar; unit tests give a ProxiedCall fakes of each (fake streams, fake clock).
+ */
+import type { IncomingHttpHeaders, OutgoingHttpHeaders } from 'node:http2';
+import type { AdmissionGate } from '../admission/gate.js';
+import type { Logger } from '../../platform/log.js';
+import type { SidecarMetrics } from '../metrics/sidecar-metrics.js';
+
+/** Sees the raw bytes of one dispatched call; must be cheap and must not throw. */
+export interface TrafficTap {
+  request(chunk: Buffer): void;
+  response(chunk: Buffer): void;
+  /** Exactly once, when the call leaves the engine for any reason. */
+  end(): void;
+}
+
+export interface CallObserver {
+  /** A call was refused with RESOURCE_EXHAUSTED. */
+  rejected(): void;
+  /** A call got an engine slot; return a tap to watch its bytes, or undefined (the common case). */
+  dispatched(headers: IncomingHttpHeaders): TrafficTap | undefined;
+}
+
+/** What a call needs of any HTTP/2 stream: listeners, flow control and its closing state. */
+interface CallStream {
+  on(event: string, listener: (...args: any[]) => void): unknown;
+  write(chunk: Buffer): boolean;
+  end(): unknown;
+  close(code?: number): void;
+  pause(): unknown;
+  resume(): unknown;
+  readonly destroyed: boolean;
+  readonly closed: boolean;
+  readonly writableEnded: boolean;
+}
+
+/** The client's side of a call: the parts of node's ServerHttp2Stream a ProxiedCall uses. */
+export interface DownstreamStream extends CallStream {
+  respond(headers: OutgoingHttpHeaders, options: { endStream?: boolean; waitForTrailers?: boolean }): void;
+  sendTrailers(trailers: OutgoingHttpHeaders): void;
+  destroy(): unknown;
+  readonly headersSent: boolean;
+}
+
+/** The engine's side of a call: the parts of node's ClientHttp2Stream a ProxiedCall uses. */
+export interface UpstreamStream extends CallStream {
+  readonly rstCode: number | undefined;
+  readonly session: unknown;
+}
+
+/** Opens streams to the engine (UpstreamPool in production). */
+export interface UpstreamConnector {
+  /** Throws when no stream can be opened (session gone, or the headers are not sendable). */
+  request(headers: OutgoingHttpHeaders): UpstreamStream;
+  /** The engine is known unreachable: new calls are answered UNAVAILABLE at once. */
+  readonly down: boolean;
+  /** False for a session whose connection never came up: tells "unreachable" from "lost". */
+  wasConnected(session: unknown): boolean;
+}
+
+/** Monotonic milliseconds and one-shot timers; a fake in unit tests. */
+export interface CallClock {
+  now(): number;
+  setTimer(callback: () => void, ms: number): unknown;
+  clearTimer(handle: unknown): void;
+}
+
+export type CallMetrics = Pick<
+  SidecarMetrics,
+  'rejected' | 'admittedFromQueue' | 'cancelledWhileQueued' | 'deadlineWhileQueued' | 'upstreamError' | 'callEnded'
+>;
+
+/** A call waiting for its dispatch turn. */
+export interface DispatchTurn {
+  onDispatchTurn(): void;
+}
+
+export interface CallContext {
+  readonly gate: Pick<AdmissionGate, 'acquire'>;
+  readonly upstream: UpstreamConnector;
+  readonly metrics: CallMetrics;
+  /** The whole RESOURCE_EXHAUSTED answer, built once (see overloadResponse). */
+  readonly rejectionResponse: OutgoingHttpHeaders;
+  readonly clock: CallClock;
+  /**
+   * Runs `call.onDispatchTurn()`, at once or, for a client connection that resets calls early,
+   * once the current I/O read has been processed (DispatchBatch), so that resets arriving in the
+   * same read are seen first.
+   */
+  readonly scheduleDispatch: (call: DispatchTurn, stream: DownstreamStream) => void;
+  /** For what a client must not see (engine addresses, internal errors). */
+  readonly logger: Logger;
+  readonly observer?: CallObserver;
+}

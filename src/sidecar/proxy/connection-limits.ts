@@ -1,0 +1,196 @@
+/**
+ * Per-connection limits on the gRPC ingress, so connections that do no work cannot pile up:
+ *   handshake  the client's HTTP/2 preface and SETTINGS must arrive within `handshakeTimeoutMs`
+ *              of the TCP connection, or the connection is destroyed (a socket that says nothing).
+ *   liveness   while a connection has open streams it is PINGed every `handshakeTimeoutMs`; a PING
+ *              still unanswered at the next tick destroys it. Node stops reading a connection after
+ *              a client protocol error (DATA on stream 0, a self-dependent PRIORITY...) and then
+ *              emits nothing at all, not even when the client closes its socket: without this its
+ *              calls would hold their engine slots forever.
+ *   idle       a connection with no open stream for `idleTimeoutMs` gets GOAWAY and is closed.
+ *              Idle means no complete request, not no bytes: a client dripping one CONTINUATION
+ *              frame at a time (slowloris) has no open stream and is closed like a silent one.
+ *   resets     a connection whose client resets most of its calls before any answer and soon
+ *              after sending them (isEarlyReset; at least EARLY_RESET_MIN_STREAMS streams, more
+ *              than half of them reset early) is a Rapid Reset attacker spreading HEADERS and
+ *              RST_STREAM over several reads: it gets GOAWAY(ENHANCE_YOUR_CALM) and is closed, as
+ *              Envoy and nginx do since CVE-2023-44487.
+ * The number of streams per connection is bounded by SETTINGS_MAX_CONCURRENT_STREAMS, which the
+ * server advertises (node refuses streams beyond it with RST_STREAM(REFUSED_STREAM)).
+ */
+import { constants, type Http2Session, type ServerHttp2Stream } from 'node:http2';
+import type { Logger } from '../../platform/log.js';
+
+export interface ConnectionLimitOptions {
+  /** 0 = never close idle connections. */
+  readonly idleTimeoutMs: number;
+  readonly handshakeTimeoutMs: number;
+  readonly logger: Logger;
+}
+
+/** How long a closing idle connection may take to finish before it is destroyed. */
+const CLOSE_GRACE_MS = 1000;
+/** Streams a connection must have opened before its early-reset ratio is judged. */
+const EARLY_RESET_MIN_STREAMS = 100;
+/**
+ * Only a reset this soon after the call arrived counts (Envoy's premature-reset rule): calls a
+ * frontend gives up on after waiting in an overloaded queue are not an attack.
+ */
+export const EARLY_RESET_WINDOW_MS = 1000;
+
+const TRACKER = Symbol('dynamo-sidecar.connection');
+
+class ConnectionTracker {
+  private openStreams = 0;
+  private streams = 0;
+  private earlyResets = 0;
+  private shed = false;
+  private idleSince: number;
+  private idleTimer: NodeJS.Timeout | undefined;
+  private handshakeTimer: NodeJS.Timeout | undefined;
+  private livenessTimer: NodeJS.Timeout | undefined;
+  private pingOutstanding = false;
+
+  constructor(
+    private readonly session: Http2Session,
+    private readonly options: ConnectionLimitOptions,
+  ) {
+    this.idleSince = Date.now();
+    this.handshakeTimer = setTimeout(() => this.onHandshakeTimeout(), options.handshakeTimeoutMs);
+    this.handshakeTimer.unref();
+    session.once('remoteSettings', () => this.onHandshakeDone());
+    session.once('close', () => this.stop());
+  }
+
+  streamOpened(): void {
+    this.openStreams++;
+    this.streams++;
+  }
+
+  /** More than one call in ten reset before any answer: its next calls wait for a dispatch turn. */
+  get resetsEarly(): boolean {
+    return this.earlyResets * 10 > this.streams;
+  }
+
+  /** The client reset a call before any answer; too many of those and the connection goes. */
+  earlyReset(): void {
+    this.earlyResets++;
+    if (this.streams >= EARLY_RESET_MIN_STREAMS && this.earlyResets * 2 > this.streams && !this.shed && !this.session.destroyed && !this.session.closed) {
+      this.shed = true;
+      this.options.logger.warn('client connection closed: most of its calls were reset before any answer (Rapid Reset)', {
+        remote: this.session.socket?.remoteAddress,
+        streams: this.streams,
+        early_resets: this.earlyResets,
+      });
+      // GOAWAY first, so it reaches the client before the socket goes (destroy() right away can
+      // lose it); no new stream is accepted meanwhile. The final GOAWAY of destroy() carries the
+      // code too (without an error argument node would send NO_ERROR).
+      const session = this.session;
+      session.goaway(constants.NGHTTP2_ENHANCE_YOUR_CALM);
+      setTimeout(() => session.destroy(new Error('too many calls reset before any answer'), constants.NGHTTP2_ENHANCE_YOUR_CALM), CLOSE_GRACE_MS).unref();
+    }
+  }
+
+  streamClosed(): void {
+    if (--this.openStreams === 0) this.idleSince = Date.now();
+  }
+
+  private onHandshakeDone(): void {
+    clearTimeout(this.handshakeTimer);
+    this.handshakeTimer = undefined;
+    this.livenessTimer = setInterval(() => this.onLivenessTick(), this.options.handshakeTimeoutMs);
+    this.livenessTimer.unref();
+    const idleMs = this.options.idleTimeoutMs;
+    if (idleMs > 0) {
+      this.idleSince = Date.now();
+      this.idleTimer = setTimeout(() => this.onIdleCheck(), idleMs);
+      this.idleTimer.unref();
+    }
+  }
+
+  /** A connection with open calls must answer a PING within one tick. */
+  private onLivenessTick(): void {
+    const session = this.session;
+    if (session.destroyed) return;
+    if (this.pingOutstanding) {
+      this.options.logger.warn('client connection closed: it stopped answering PINGs with calls open', {
+        remote: session.socket?.remoteAddress,
+        open_streams: this.openStreams,
+      });
+      session.destroy();
+      return;
+    }
+    if (this.openStreams === 0) return;
+    try {
+      this.pingOutstanding = session.ping(() => (this.pingOutstanding = false));
+    } catch {
+      session.destroy(); // a session that cannot even take a PING is gone
+    }
+  }
+
+  private onHandshakeTimeout(): void {
+    this.handshakeTimer = undefined;
+    this.session.destroy();
+  }
+
+  /** One timer per connection, re-armed for the rest of the idle period instead of per stream. */
+  private onIdleCheck(): void {
+    const idleMs = this.options.idleTimeoutMs;
+    const idleFor = Date.now() - this.idleSince;
+    if (this.openStreams > 0 || idleFor < idleMs) {
+      this.idleTimer = setTimeout(() => this.onIdleCheck(), this.openStreams > 0 ? idleMs : idleMs - idleFor);
+      this.idleTimer.unref();
+      return;
+    }
+    this.idleTimer = undefined;
+    const session = this.session;
+    session.close(); // GOAWAY; with no open stream it closes at once
+    setTimeout(() => session.destroy(), CLOSE_GRACE_MS).unref();
+  }
+
+  private stop(): void {
+    clearTimeout(this.handshakeTimer);
+    clearTimeout(this.idleTimer);
+    clearInterval(this.livenessTimer);
+  }
+}
+
+type Tracked = Http2Session & { [TRACKER]?: ConnectionTracker };
+
+/** Starts the handshake and idle clocks of a new client connection. */
+export function limitConnection(session: Http2Session, options: ConnectionLimitOptions): void {
+  (session as Tracked)[TRACKER] = new ConnectionTracker(session, options);
+}
+
+/** Counts `stream` as open on its connection until it closes. */
+export function trackStream(stream: ServerHttp2Stream): void {
+  const tracker = (stream.session as Tracked | undefined)?.[TRACKER];
+  if (!tracker) return;
+  tracker.streamOpened();
+  stream.once('close', onTrackedStreamClose);
+}
+
+/**
+ * Whether a client reset of a call with no answer yet counts as early: within the window after
+ * the call arrived, and not in the last tenth of the call's own deadline (a client whose deadline
+ * timer runs a moment ahead of the sidecar's is giving up on time, not attacking).
+ */
+export function isEarlyReset(arrivedAt: number, now: number, deadlineAt: number | undefined): boolean {
+  const age = now - arrivedAt;
+  if (age >= EARLY_RESET_WINDOW_MS) return false;
+  return deadlineAt === undefined || age < 0.9 * (deadlineAt - arrivedAt);
+}
+
+/** Counts a client reset of a call that had no answer yet against its connection. */
+export function noteEarlyReset(stream: object): void {
+  ((stream as { session?: Tracked }).session)?.[TRACKER]?.earlyReset();
+}
+
+/** True when `stream`'s connection resets calls early (see DispatchBatch). */
+export function resetsEarly(stream: object): boolean {
+  return ((stream as { session?: Tracked }).session)?.[TRACKER]?.resetsEarly ?? false;
+}
+
+function onTrackedStreamClose(this: ServerHttp2Stream): void {
+  (this.session as Tracked | undefined)?.[TRACKER]?.streamClosed();
+}

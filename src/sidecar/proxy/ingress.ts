@@ -1,0 +1,128 @@
+/**
+ * The gRPC ingress: an h2c server whose every stream walks the same short path, top to bottom.
+ *
+ *   connection     SETTINGS_MAX_CONCURRENT_STREAMS, handshake and idle timeouts (connection-limits.ts)
+ *   own services   grpc.health.v1 and dynamo.sidecar.v1.WorkerLoad are answered here (local-service.ts):
+ *                  never an admission slot, never the engine, not counted as proxied calls, served while draining
+ *   protocol       only gRPC (content-type application/grpc*) is proxied
+ *   draining       after SIGTERM nothing new is admitted (UNAVAILABLE)
+ *   deadline       grpc-timeout is parsed once; the sidecar times queued calls itself
+ *   admission      engine slot now, a place in the FIFO queue, or RESOURCE_EXHAUSTED
+ *   upstream       connection-specific headers dropped; headers and bytes forwarded to the engine and back
+ *
+ * The last two live in ProxiedCall, the call's state machine, which owns the call's slot until
+ * the engine's part of the call has ended.
+ */
+import { createServer, type Http2Server, type Http2Session, type IncomingHttpHeaders, type ServerHttp2Stream } from 'node:http2';
+import type { AddressInfo } from 'node:net';
+import type { HostPort } from '../../platform/config/host-port.js';
+import { parseGrpcTimeout } from '../../protocol/grpc/deadline.js';
+import { respondTrailersOnly, trailersOnlyHeaders } from '../../protocol/grpc/respond.js';
+import { CallError } from './call-error.js';
+import type { CallContext } from './call-context.js';
+import { limitConnection, trackStream, type ConnectionLimitOptions } from './connection-limits.js';
+import type { LocalService } from './local-service.js';
+import { ProxiedCall, type OpenCall } from './proxied-call.js';
+import { STREAM_WINDOW_BYTES } from './upstream.js';
+
+export interface IngressOptions extends ConnectionLimitOptions {
+  readonly context: CallContext;
+  /** Services answered by the sidecar itself, asked in order. */
+  readonly services: readonly LocalService[];
+  readonly isDraining: () => boolean;
+  /** SETTINGS_MAX_CONCURRENT_STREAMS advertised to every client connection. */
+  readonly maxConcurrentStreams: number;
+}
+
+export class Ingress {
+  private readonly server: Http2Server;
+  private readonly sessions = new Set<Http2Session>();
+  private readonly openCalls = new Set<OpenCall>();
+
+  constructor(private readonly options: IngressOptions) {
+    this.server = createServer({
+      settings: { initialWindowSize: STREAM_WINDOW_BYTES, enablePush: false, maxConcurrentStreams: options.maxConcurrentStreams },
+      maxSessionMemory: 256,
+    });
+    this.server.on('stream', (stream, headers) => this.onStream(stream, headers));
+    this.server.on('session', (session) => {
+      this.sessions.add(session);
+      limitConnection(session, options);
+      session.on('error', () => {}); // a broken client connection ends its streams; nothing else to do
+      session.on('close', () => this.sessions.delete(session));
+    });
+  }
+
+
+  /** Binds and resolves with the port actually bound (useful when asked for port 0). */
+  listen(address: HostPort): Promise<number> {
+    return new Promise((resolve, reject) => {
+      this.server.once('error', reject);
+      this.server.listen(address.port, address.host, () => {
+        this.server.off('error', reject);
+        resolve((this.server.address() as AddressInfo).port);
+      });
+    });
+  }
+
+  private onStream(stream: ServerHttp2Stream, headers: IncomingHttpHeaders): void {
+    const { context, services } = this.options;
+    const path = headers[':path'];
+    trackStream(stream);
+
+    for (const service of services) if (service.handles(path)) return service.serve(stream, headers);
+
+    const contentType = headers['content-type'];
+    if (typeof contentType !== 'string' || !contentType.startsWith('application/grpc')) {
+      return this.refuse(stream, new CallError('invalid_request', `content-type must be application/grpc, got "${contentType ?? ''}"`));
+    }
+
+    if (this.options.isDraining()) {
+      return this.refuse(stream, new CallError('draining', 'worker draining: not accepting new calls'));
+    }
+
+    let deadlineAt: number | undefined;
+    const timeout = headers['grpc-timeout'];
+    if (typeof timeout === 'string') {
+      const ms = parseGrpcTimeout(timeout);
+      if (ms === undefined) return this.refuse(stream, new CallError('invalid_request', `invalid grpc-timeout header "${timeout}"`));
+      deadlineAt = context.clock.now() + ms;
+    }
+
+    new ProxiedCall(context, stream, headers, deadlineAt, this.openCalls).start();
+  }
+
+  /** The drain grace period is over: every call still open ends with UNAVAILABLE (retryable elsewhere). */
+  cutOpenCalls(): number {
+    const calls = [...this.openCalls];
+    // Queued calls first: cutting a call in the engine frees a slot, which would hand it to (and
+    // dispatch) the next queued call during shutdown.
+    for (const call of calls) if (call.phase === 'queued') call.shutdown();
+    for (const call of calls) call.shutdown();
+    return calls.length;
+  }
+
+  private refuse(stream: ServerHttp2Stream, error: CallError): void {
+    stream.on('error', () => {});
+    respondTrailersOnly(stream, trailersOnlyHeaders(error.status, error.message));
+    this.options.context.metrics.callEnded(error.status);
+  }
+
+  /**
+   * Stops accepting connections. Calls still open end with UNAVAILABLE (the drain grace period
+   * is over by now), and so do the own services' watches; open sessions get GOAWAY and `graceMs`
+   * to deliver those answers.
+   */
+  async close(graceMs = 1000): Promise<void> {
+    this.cutOpenCalls();
+    for (const service of this.options.services) service.close?.();
+    const closed = new Promise<void>((resolve) => this.server.close(() => resolve()));
+    for (const session of this.sessions) session.close();
+    const timer = setTimeout(() => {
+      for (const session of this.sessions) session.destroy();
+    }, graceMs);
+    timer.unref();
+    await closed;
+    clearTimeout(timer);
+  }
+}

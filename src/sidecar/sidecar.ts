@@ -1,0 +1,190 @@
+/**
+ * Composition root: builds the gate, the engine connection, metrics, health, load reporting
+ * (with its WorkerLoad push service), ingress and the system port from one SidecarConfig, and
+ * owns their start, drain and stop. Everything is created here and passed down; nothing is a
+ * module-level singleton.
+ */
+import { performance } from 'node:perf_hooks';
+import { Registry } from 'prom-client';
+import { AdmissionGate } from './admission/gate.js';
+import { RejectionLog } from './admission/rejection-log.js';
+import { resolveAdvertiseAddress } from './config/advertise-address.js';
+import { formatHostPort, type HostPort } from '../platform/config/host-port.js';
+import type { SidecarConfig } from './config/sidecar-config.js';
+import { LoadReporting } from './load/load-reporting.js';
+import type { Logger } from '../platform/log.js';
+import { SidecarMetrics } from './metrics/sidecar-metrics.js';
+import type { CallClock, CallContext, CallObserver } from './proxy/call-context.js';
+import { overloadResponse } from './proxy/call-error.js';
+import { DispatchBatch } from './proxy/dispatch-batch.js';
+import { HealthService } from './proxy/health-service.js';
+import { Ingress } from './proxy/ingress.js';
+import { UpstreamPool } from './proxy/upstream.js';
+import { SystemServer } from './system/system-server.js';
+
+const realClock: CallClock = {
+  now: () => performance.now(),
+  setTimer: (callback, ms) => setTimeout(callback, ms),
+  clearTimer: (handle) => clearTimeout(handle as NodeJS.Timeout),
+};
+
+export interface SidecarDeps {
+  readonly logger: Logger;
+  /** The engine to use when the config has none (the embedded simulated engine). */
+  readonly upstream?: HostPort;
+  /** Engine metrics to scrape when the config names none (the embedded engine's). */
+  readonly engineMetricsUrl?: string;
+}
+
+export interface RunningSidecar {
+  readonly ingressPort: number;
+  readonly systemPort: number;
+  readonly upstreamAddress: string;
+  /** host:port frontends use to reach the ingress (grpc_address in load events). */
+  readonly grpcAddress: string;
+  readonly gate: AdmissionGate;
+  readonly registry: Registry;
+  readonly draining: boolean;
+  /** NATS subject of the load events. */
+  readonly loadSubject: string;
+  /** Calls rejected and Generate output tokens seen so far (for the status line). */
+  counters(): { rejected: number; outputTokens: number };
+  /** Stops admitting (new calls get UNAVAILABLE) and resolves when admitted calls are done or graceMs passed. */
+  drain(graceMs: number): Promise<{ remaining: number }>;
+  close(): Promise<void>;
+}
+
+export async function startSidecar(config: SidecarConfig, deps: SidecarDeps): Promise<RunningSidecar> {
+  const { logger } = deps;
+  const target = config.upstream ?? deps.upstream;
+  if (!target) throw new Error('no upstream: pass --upstream HOST:PORT');
+
+  const stateListeners = new Set<() => void>();
+  const notifyState = (): void => stateListeners.forEach((listener) => listener());
+  const limits = config.engineRequestLimit === undefined ? undefined : { limit: config.engineRequestLimit, queueLimit: config.requestQueueLimit };
+  let onGateChange = (): void => {};
+  const gateListener = { onChange: () => onGateChange() };
+  const gate = limits ? new AdmissionGate(limits.limit, limits.queueLimit, gateListener) : new AdmissionGate(Infinity, 0, gateListener);
+
+  const { connections } = config;
+  const upstream = new UpstreamPool(
+    { target, pingIntervalMs: connections.upstreamPingIntervalMs, pingTimeoutMs: connections.upstreamPingTimeoutMs },
+    logger,
+  );
+  let draining = false;
+
+  const registry = new Registry();
+  const metrics = new SidecarMetrics(
+    registry,
+    { gate, engineRequestLimit: config.engineRequestLimit, requestQueueLimit: config.requestQueueLimit },
+    () => upstream.reachable,
+  );
+  const reporting = new LoadReporting({
+    config: config.load,
+    gate,
+    admission: limits,
+    listenPort: config.listen.port,
+    engine: upstream,
+    defaultEngineMetricsUrl: deps.engineMetricsUrl,
+    registry,
+    logger,
+  });
+  onGateChange = () => reporting.syncAdmission();
+  const admissionState = (): Record<string, unknown> => ({ engine_request: gate.inEngine, request_queue: gate.queued });
+  const rejectionLog = new RejectionLog(logger, admissionState);
+  const observer: CallObserver = {
+    rejected: () => {
+      rejectionLog.rejected();
+      reporting.rejected();
+    },
+    dispatched: (headers) => reporting.tap(headers),
+  };
+
+  const context: CallContext = {
+    gate,
+    upstream,
+    metrics,
+    rejectionResponse: overloadResponse(config.retryPushbackMs),
+    clock: realClock,
+    scheduleDispatch: new DispatchBatch().schedule,
+    logger,
+    observer,
+  };
+  const notReadyReason = (): string | undefined =>
+    draining ? 'worker draining' : upstream.reachable ? undefined : upstream.unreachableReason;
+  const health = new HealthService({
+    serving: () => notReadyReason() === undefined,
+    onChange: (listener) => {
+      stateListeners.add(listener);
+      return () => stateListeners.delete(listener);
+    },
+  });
+  upstream.onReachabilityChange(notifyState);
+
+  const ingress = new Ingress({
+    context,
+    services: [health, reporting.watchService],
+    isDraining: () => draining,
+    maxConcurrentStreams: connections.maxConcurrentStreams,
+    idleTimeoutMs: connections.idleTimeoutMs,
+    handshakeTimeoutMs: connections.handshakeTimeoutMs,
+    logger,
+  });
+  const system = new SystemServer({
+    registry,
+    readiness: { notReadyReason },
+    load: () => ({ subject: reporting.subject, upstream_reachable: upstream.reachable, ranks: reporting.current() }),
+    logger,
+    metricsCacheMs: config.metricsCacheMs,
+    idleTimeoutMs: connections.idleTimeoutMs,
+    handshakeTimeoutMs: connections.handshakeTimeoutMs,
+  });
+
+  upstream.start();
+  let ingressPort: number;
+  let systemPort: number;
+  let grpcAddress: string;
+  try {
+    ingressPort = await ingress.listen(config.listen);
+    // Before anything is published or any watch is served: events carry the bound port.
+    grpcAddress = formatHostPort(resolveAdvertiseAddress(config.advertiseAddress, config.listen.host, ingressPort));
+    reporting.bound(grpcAddress, ingressPort);
+    systemPort = await system.listen(config.systemHost, config.systemPort);
+  } catch (err) {
+    await Promise.all([ingress.close(0), system.close(), upstream.close(), reporting.close()]);
+    throw err;
+  }
+  reporting.start();
+
+  return {
+    ingressPort,
+    systemPort,
+    upstreamAddress: upstream.address,
+    grpcAddress,
+    gate,
+    registry,
+    get draining() {
+      return draining;
+    },
+    loadSubject: reporting.subject,
+    counters: () => ({ rejected: rejectionLog.total, outputTokens: reporting.outputTokens }),
+    async drain(graceMs) {
+      if (!draining) {
+        draining = true;
+        notifyState();
+        reporting.setDraining();
+        logger.info('draining: admitting no new calls', { ...admissionState(), grace_ms: graceMs });
+      }
+      const deadline = Date.now() + graceMs;
+      while (gate.inEngine + gate.queued > 0 && Date.now() < deadline) {
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+      return { remaining: gate.inEngine + gate.queued };
+    },
+    async close() {
+      rejectionLog.close();
+      await Promise.all([ingress.close(), system.close()]);
+      await Promise.all([upstream.close(), reporting.close()]);
+    },
+  };
+}

@@ -1,0 +1,44 @@
+/**
+ * A compact status line on stdout every few seconds, for people watching the demo:
+ *   [status] engine 32/32 | queued 16/16 | rejected 1520 (+304/s) | 2310 tok/s | upstream up
+ */
+import type { SidecarConfig } from './config/sidecar-config.js';
+import type { RunningSidecar } from './sidecar.js';
+
+export class StatusLine {
+  private readonly timer: NodeJS.Timeout;
+  private last: { at: number; rejected: number; outputTokens: number };
+
+  constructor(
+    private readonly sidecar: RunningSidecar,
+    private readonly config: SidecarConfig,
+    private readonly out: { write(text: string): unknown },
+    intervalMs: number,
+    private readonly now: () => number = Date.now,
+  ) {
+    this.last = { at: now(), ...sidecar.counters() };
+    this.timer = setInterval(() => this.print(), intervalMs);
+    this.timer.unref();
+  }
+
+  format(): string {
+    const { gate } = this.sidecar;
+    const counters = this.sidecar.counters();
+    const seconds = Math.max(0.001, (this.now() - this.last.at) / 1000);
+    const rejectRate = Math.round((counters.rejected - this.last.rejected) / seconds);
+    const tokenRate = Math.round((counters.outputTokens - this.last.outputTokens) / seconds);
+    this.last = { at: this.now(), ...counters };
+    const limit = this.config.engineRequestLimit;
+    const engine = limit === undefined ? `engine ${gate.inEngine}` : `engine ${gate.inEngine}/${limit}`;
+    const queue = limit === undefined ? 'queue off' : `queued ${gate.queued}/${this.config.requestQueueLimit}`;
+    return `[status] ${engine} | ${queue} | rejected ${counters.rejected} (+${rejectRate}/s) | ${tokenRate} tok/s${this.sidecar.draining ? ' | draining' : ''}`;
+  }
+
+  private print(): void {
+    this.out.write(this.format() + '\n');
+  }
+
+  stop(): void {
+    clearInterval(this.timer);
+  }
+}

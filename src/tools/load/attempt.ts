@@ -1,0 +1,65 @@
+/**
+ * One Generate attempt: sends the request, times the first token and the gaps between
+ * token-carrying messages, and reports exactly one outcome however the call ends.
+ */
+import * as grpc from '@grpc/grpc-js';
+import type { GenerateRequestMessage, GenerateResponseMessage } from '../../protocol/engine/engine-proto.js';
+import type { AttemptOutcome, LoadRecorder } from './stats.js';
+import { readPushback } from './retry.js';
+
+export interface AttemptResult {
+  readonly outcome: AttemptOutcome;
+  readonly pushback: number | 'stop' | undefined;
+}
+
+export interface RunningAttempt {
+  readonly done: Promise<AttemptResult>;
+  cancel(): void;
+}
+
+type GenerateMethod = (request: GenerateRequestMessage, options: grpc.CallOptions) => grpc.ClientReadableStream<GenerateResponseMessage>;
+
+export function startAttempt(client: grpc.Client, request: GenerateRequestMessage, deadlineMs: number | undefined, recorder: LoadRecorder): RunningAttempt {
+  const generate = (client as unknown as { Generate: GenerateMethod }).Generate;
+  const options: grpc.CallOptions = deadlineMs === undefined ? {} : { deadline: Date.now() + deadlineMs };
+  const startedAt = performance.now();
+  let lastTokenAt: number | undefined;
+  let sawComplete = false;
+  let sawError = false;
+  const call = generate.call(client, request, options);
+  const onTokens = (count: number): void => {
+    if (count === 0) return;
+    const now = performance.now();
+    if (lastTokenAt === undefined) recorder.ttftSample(now - startedAt);
+    // Spread a multi-token message's gap over its tokens: one sample per token.
+    else for (let i = 0; i < count; i++) recorder.itlSample((now - lastTokenAt) / count);
+    lastTokenAt = now;
+    recorder.tokensReceived(count);
+  };
+  let streamedTokens = 0;
+  call.on('data', (message: GenerateResponseMessage) => {
+    if (message.chunk) {
+      streamedTokens += message.chunk.token_ids.length;
+      onTokens(message.chunk.token_ids.length);
+    } else if (message.complete) {
+      sawComplete = true;
+      // Non-streaming calls carry every token here; streaming ones repeat tokens already seen.
+      onTokens(Math.max(0, message.complete.output_ids.length - streamedTokens));
+    } else if (message.error) {
+      sawError = true;
+    }
+  });
+  call.on('error', () => {}); // 'status' below carries the same information for every ending.
+  const done = new Promise<AttemptResult>((resolve) => {
+    call.on('status', (status: grpc.StatusObject) => {
+      if (status.code !== grpc.status.OK) {
+        resolve({ outcome: { kind: 'failed', code: status.code }, pushback: readPushback(status.metadata) });
+      } else if (sawComplete) {
+        resolve({ outcome: { kind: 'completed' }, pushback: undefined });
+      } else {
+        resolve({ outcome: { kind: 'bad-response', label: sawError ? 'GENERATE_ERROR' : 'NO_COMPLETE' }, pushback: undefined });
+      }
+    });
+  });
+  return { done, cancel: () => call.cancel() };
+}

@@ -1,0 +1,60 @@
+/**
+ * SIGTERM: stop admitting (UNAVAILABLE), report not ready, let calls in the engine finish within
+ * the grace period, then exit 0. Past the grace period, remaining calls are cut and it still exits.
+ */
+import * as grpc from '@grpc/grpc-js';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { testEngineClient, unary } from '../../../support/grpc-client.js';
+import { startSidecarProcess } from '../../../support/sidecar-process.js';
+import { startTestEngine, type TestEngine } from '../../../support/test-engine.js';
+import { waitFor } from '../../../support/wait.js';
+
+let engine: TestEngine;
+beforeAll(async () => {
+  engine = await startTestEngine();
+});
+afterAll(async () => {
+  await engine?.close();
+});
+
+describe('SIGTERM', () => {
+  it('refuses new calls with UNAVAILABLE, lets admitted ones finish, then exits 0', async () => {
+    const sidecar = await startSidecarProcess(['--upstream', engine.address, '--engine-request-limit', '4', '--drain-grace-ms', '20000']);
+    const client = testEngineClient(sidecar.address);
+    try {
+      const held = unary(client, 'Hold', { tag: 'in-flight-at-sigterm' });
+      await waitFor(() => engine.held === 1, 'the call in the engine');
+      sidecar.proc.kill('SIGTERM');
+      await waitFor(async () => (await sidecar.get('/ready')).status === 503, 'not ready while draining');
+      expect(JSON.parse((await sidecar.get('/ready')).body).reason).toBe('worker draining');
+      const refused = await unary(client, 'Unary', {});
+      expect(refused.code).toBe(grpc.status.UNAVAILABLE);
+      expect(refused.details).toBe('worker draining: not accepting new calls');
+      expect(sidecar.proc.exitCode).toBeNull();
+      engine.releaseHeld();
+      expect((await held).code).toBe(grpc.status.OK);
+      expect(await sidecar.exited()).toBe(0);
+    } finally {
+      client.close();
+      await sidecar.stop();
+    }
+  });
+
+  it('cuts calls still running when the grace period is over with UNAVAILABLE (retryable elsewhere), and exits 0', async () => {
+    const sidecar = await startSidecarProcess(['--upstream', engine.address, '--drain-grace-ms', '300']);
+    const client = testEngineClient(sidecar.address);
+    try {
+      const held = unary(client, 'Hold', { tag: 'outlives-grace' });
+      await waitFor(() => engine.held === 1, 'the call in the engine');
+      const started = Date.now();
+      expect(await sidecar.stop()).toBe(0);
+      expect(Date.now() - started).toBeLessThan(5000);
+      const cut = await held;
+      expect(cut.code).toBe(grpc.status.UNAVAILABLE);
+      expect(cut.details).toBe('worker shutting down: call cut at the end of the drain grace period');
+      await waitFor(() => engine.held === 0, 'the engine to see the cut call go');
+    } finally {
+      client.close();
+    }
+  });
+});

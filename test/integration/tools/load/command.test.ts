@@ -1,0 +1,81 @@
+// `load` subcommand in-process: validation exit codes, table and JSON summaries, progress.
+import { Command } from 'commander';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startSimulatedEngine, type RunningEngine } from '../../../../src/tools/engine/index.js';
+import { registerLoadCommand } from '../../../../src/tools/load/command.js';
+import { fakeIo } from '../../../support/fake-io.js';
+
+function program(io: ReturnType<typeof fakeIo>): Command {
+  const p = new Command('dynamo-sidecar').exitOverride();
+  registerLoadCommand(p, io);
+  return p;
+}
+
+let engine: RunningEngine;
+
+beforeAll(async () => {
+  engine = await startSimulatedEngine({ decodeStepMs: 1 });
+});
+
+afterAll(async () => {
+  await engine?.close();
+});
+
+describe('load command', () => {
+  it.each([
+    [['--concurrency', '0'], '--concurrency'],
+    [['--prompt-tokens', '10-5'], '--prompt-tokens'],
+    [['--rate', '5', '--concurrency', '2'], '--rate'],
+    [['--arrival', 'bursty', '--rate', '1'], '--arrival'],
+    [['--duration-s', 'long'], '--duration-s'],
+  ])('exits 2 with one line naming the flag for %j', async (args, flag) => {
+    const io = fakeIo();
+    await program(io).parseAsync(['load', '--target', '127.0.0.1:1', ...args], { from: 'user' });
+    expect(io.exits).toEqual([2]);
+    const err = io.err.join('');
+    expect(err.split('\n').filter(Boolean)).toHaveLength(1);
+    expect(err).toContain(`${flag}:`);
+  });
+
+  it('exits 2 when --target is missing', async () => {
+    const io = fakeIo();
+    await program(io).parseAsync(['load', '--count', '1'], { from: 'user' });
+    expect(io.exits).toEqual([2]);
+    expect(io.err.join('')).toContain('--target: is required');
+  });
+
+  it('prints the summary as one JSON object with --json', async () => {
+    const io = fakeIo();
+    await program(io).parseAsync(['load', '--target', engine.address, '--count', '6', '--concurrency', '3', '--max-tokens', '2-4', '--json', '--quiet'], { from: 'user' });
+    expect(io.exits).toEqual([0]);
+    expect(io.out).toHaveLength(1);
+    const summary = JSON.parse(io.out[0]!);
+    expect(Object.keys(summary)).toEqual(expect.arrayContaining(['sent', 'completed', 'rejected', 'errors', 'ttft_ms', 'itl_ms', 'tokens_per_s', 'requests_per_s', 'duration_s']));
+    expect(summary).toMatchObject({ sent: 6, completed: 6, rejected: 0, errors: {} });
+    expect(Object.keys(summary.ttft_ms)).toEqual(['p50', 'p90', 'p99']);
+    expect(io.progressOut).toEqual([]);
+  });
+
+  it('prints a summary table and redraws one progress line on a TTY', async () => {
+    const io = fakeIo(true);
+    await program(io).parseAsync(['load', '--target', engine.address, '--duration-s', '1.2', '--concurrency', '2'], { from: 'user' });
+    expect(io.exits).toEqual([0]);
+    const table = io.out.join('');
+    for (const label of ['sent', 'completed', 'rejected', 'errors', 'TTFT (ms)', 'inter-token (ms)', 'tokens/s', 'requests/s']) expect(table).toContain(label);
+    expect(io.progressOut.length).toBeGreaterThan(0);
+    const line = /^\r\[([#-]{24})\] +(\d+)% \[ *\d+\.\ds\] sent \d+ done \d+ rejected 0 errors 0 in-flight \d+ tok\/s \d+\x1b\[K$/;
+    expect(io.progressOut[0]).toMatch(line);
+    // The bar fills as the 1.2 s run goes on.
+    const percents = io.progressOut.slice(0, -1).map((l) => Number(line.exec(l)![2]));
+    expect(percents).toEqual([...percents].sort((a, b) => a - b));
+    expect(percents.at(-1)).toBeGreaterThan(percents[0]!);
+    expect(io.progressOut.at(-1)).toBe('\n');
+  });
+
+  it('exits 1 when no request completed', async () => {
+    const io = fakeIo();
+    await program(io).parseAsync(['load', '--target', '127.0.0.1:1', '--count', '2', '--quiet', '--json'], { from: 'user' });
+    expect(io.exits).toEqual([1]);
+    expect(JSON.parse(io.out[0]!)).toMatchObject({ sent: 2, completed: 0, errors: { UNAVAILABLE: 2 } });
+  });
+});

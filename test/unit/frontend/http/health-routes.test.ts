@@ -1,0 +1,62 @@
+// /live, /ready, /metrics, and the metric names and help as promtool sees them.
+import { spawnSync } from 'node:child_process';
+import { afterEach, describe, expect, it } from 'vitest';
+import { GrpcStatus } from '../../../../src/protocol/grpc/status.js';
+import { fails, OVERLOAD_DETAILS, target, testApp, type TestApp } from '../../../support/frontend-fakes.js';
+
+let t: TestApp;
+afterEach(async () => {
+  await t?.app.close();
+});
+
+const hasPromtool = spawnSync('promtool', ['--version']).status === 0;
+
+describe('process endpoints', () => {
+  it('GET /live answers 200 whatever readiness says', async () => {
+    t = testApp({ options: { ready: () => ({ ready: false, reason: 'no workers' }) } });
+    const res = await t.app.inject({ method: 'GET', url: '/live' });
+    expect(res.statusCode).toBe(200);
+  });
+
+  it('GET /ready answers 200 when ready and 503 with the reason when not', async () => {
+    let state: { ready: boolean; reason?: string } = { ready: true };
+    t = testApp({ options: { ready: () => state } });
+    expect((await t.app.inject({ method: 'GET', url: '/ready' })).statusCode).toBe(200);
+    state = { ready: false, reason: 'no worker known yet' };
+    const res = await t.app.inject({ method: 'GET', url: '/ready' });
+    expect(res.statusCode).toBe(503);
+    expect(res.json()).toEqual({ status: 'not ready', reason: 'no worker known yet' });
+  });
+
+  it('GET /metrics serves the injected registry in its content type', async () => {
+    t = testApp();
+    const res = await t.app.inject({ method: 'GET', url: '/metrics' });
+    expect(res.statusCode).toBe(200);
+    expect(res.headers['content-type']).toBe(t.registry.contentType);
+    expect(res.body).toContain('# TYPE dynamo_frontend_model_rejection_total counter');
+  });
+
+  it('answers an unknown route with 404 in the flat error shape', async () => {
+    t = testApp();
+    const res = await t.app.inject({ method: 'GET', url: '/v1/embeddings' });
+    expect(res.statusCode).toBe(404);
+    expect(res.json()).toMatchObject({ type: 'Not Found', code: 404 });
+  });
+});
+
+describe('frontend metrics', () => {
+  it.skipIf(!hasPromtool)('pass promtool check metrics with every series populated', async () => {
+    t = testApp();
+    t.router.targets = [target('1'), target('2')];
+    t.workers.scripts.set('1', fails(GrpcStatus.RESOURCE_EXHAUSTED));
+    await t.app.inject({ method: 'POST', url: '/v1/chat/completions', payload: { model: 'm1', messages: [{ role: 'user', content: 'x' }] } });
+    t.router.decide = () => ({ kind: 'overloaded', details: OVERLOAD_DETAILS });
+    await t.app.inject({ method: 'POST', url: '/v1/completions', payload: { model: 'm1', prompt: 'x' } });
+    const text = (await t.app.inject({ method: 'GET', url: '/metrics' })).body;
+    for (const name of ['model_rejection_total', 'worker_rejections_total', 'retries_total', 'requests_total', 'inflight_requests', 'time_to_first_token_seconds_count', 'inter_token_latency_seconds_count', 'request_duration_seconds_count']) {
+      expect(text).toMatch(new RegExp(`^dynamo_frontend_${name}\\{`, 'mu'));
+    }
+    const result = spawnSync('promtool', ['check', 'metrics'], { input: text, encoding: 'utf8' });
+    expect(result.status, result.stdout + result.stderr).toBe(0);
+  });
+});

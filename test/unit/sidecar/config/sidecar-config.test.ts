@@ -1,0 +1,102 @@
+import { describe, expect, it } from 'vitest';
+import { parseHostPort } from '../../../../src/platform/config/host-port.js';
+import { parseSidecarConfig } from '../../../../src/sidecar/config/sidecar-config.js';
+import { problems } from '../../../support/config-problems.js';
+
+describe('parseSidecarConfig', () => {
+  it('defaults to admission off, queue 16, ingress 0.0.0.0:50050, system port 9090', () => {
+    const config = parseSidecarConfig({}, {});
+    expect(config).toMatchObject({
+      listen: { host: '0.0.0.0', port: 50050 },
+      upstream: undefined,
+      systemPort: 9090,
+      engineRequestLimit: undefined,
+      requestQueueLimit: 16,
+    });
+    expect(Object.isFrozen(config)).toBe(true);
+  });
+
+  it('reads the env twins and lets a flag win over its env', () => {
+    const env = { DYN_ENGINE_REQUEST_LIMIT: '32', DYN_DYNAMO_REQUEST_QUEUE_LIMIT: '4', DYN_SYSTEM_PORT: '0', DYN_SIDECAR_UPSTREAM: '10.0.0.1:1' };
+    expect(parseSidecarConfig({}, env)).toMatchObject({ engineRequestLimit: 32, requestQueueLimit: 4, systemPort: 0, upstream: { host: '10.0.0.1', port: 1 } });
+    expect(parseSidecarConfig({ engineRequestLimit: '8', upstream: '[::1]:50051' }, env)).toMatchObject({
+      engineRequestLimit: 8,
+      upstream: { host: '::1', port: 50051 },
+    });
+  });
+
+  it('treats an empty environment variable as unset', () => {
+    expect(parseSidecarConfig({}, { DYN_ENGINE_REQUEST_LIMIT: '', DYN_DYNAMO_REQUEST_QUEUE_LIMIT: ' ' }).engineRequestLimit).toBeUndefined();
+  });
+
+  it.each(['0', '-3', '1.5', 'abc', '1e3', '0x10'])('refuses engine request limit %j, naming the flag or the variable', (value) => {
+    expect(problems({ engineRequestLimit: value })).toEqual([`--engine-request-limit must be an integer >= 1, got "${value}"`]);
+    expect(problems({}, { DYN_ENGINE_REQUEST_LIMIT: value })).toEqual([`DYN_ENGINE_REQUEST_LIMIT must be an integer >= 1, got "${value}"`]);
+  });
+
+  it.each(['1', '0', 'x', '-2', '2.5'])('refuses queue limit %j, naming the variable', (value) => {
+    expect(problems({ engineRequestLimit: '4' }, { DYN_DYNAMO_REQUEST_QUEUE_LIMIT: value })).toEqual([
+      `DYN_DYNAMO_REQUEST_QUEUE_LIMIT must be an integer >= 2, got "${value}"`,
+    ]);
+  });
+
+  it('reports every problem at once', () => {
+    expect(problems({ listen: 'nope', upstream: 'host:0', systemPort: '70000', logLevel: 'loud' })).toEqual([
+      '--listen: expected HOST:PORT (e.g. 127.0.0.1:50051 or [::1]:50051), got "nope"',
+      '--upstream: port must be 1-65535, got 0',
+      '--system-port must be an integer in 0..65535, got "70000"',
+      '--log-level must be one of debug, info, warn, error, got "loud"',
+    ]);
+  });
+});
+
+describe('parseSidecarConfig: --advertise-address and --served-model-name', () => {
+  it('leaves both unset by default (derived at start-up, asked from the engine)', () => {
+    const config = parseSidecarConfig({}, {});
+    expect(config.advertiseAddress).toBeUndefined();
+    expect(config.load.servedModelName).toBeUndefined();
+  });
+
+  it('reads the env twins and lets a flag win; port 0 means the port actually bound', () => {
+    const env = { DYN_SIDECAR_ADVERTISE_ADDRESS: '10.0.0.5:50050', DYN_SERVED_MODEL_NAME: ' meta-llama/Llama-3.1-8B ' };
+    expect(parseSidecarConfig({}, env)).toMatchObject({ advertiseAddress: { host: '10.0.0.5', port: 50050 }, load: { servedModelName: 'meta-llama/Llama-3.1-8B' } });
+    expect(parseSidecarConfig({ advertiseAddress: '[fd00::5]:0', servedModelName: 'qwen' }, env)).toMatchObject({
+      advertiseAddress: { host: 'fd00::5', port: 0 },
+      load: { servedModelName: 'qwen' },
+    });
+  });
+
+  it.each(['nope', '10.0.0.5', '10.0.0.5:70000', ':50050'])('refuses advertise address %j, naming the flag or the variable', (value) => {
+    const [fromFlag] = problems({ advertiseAddress: value });
+    expect(fromFlag).toMatch(/^--advertise-address: /);
+    expect(fromFlag).toContain(value === '10.0.0.5:70000' ? 'port must be' : `"${value}"`);
+    expect(problems({}, { DYN_SIDECAR_ADVERTISE_ADDRESS: value })[0]).toMatch(/^DYN_SIDECAR_ADVERTISE_ADDRESS: /);
+  });
+
+  it.each(['0.0.0.0:50050', '[::]:50050'])('refuses the wildcard %j: frontends cannot dial it', (value) => {
+    const host = value.startsWith('[') ? '::' : '0.0.0.0';
+    expect(problems({ advertiseAddress: value })).toEqual([`--advertise-address: host must be an address frontends can dial, not the wildcard "${host}"`]);
+    expect(problems({}, { DYN_SIDECAR_ADVERTISE_ADDRESS: value })).toEqual([`DYN_SIDECAR_ADVERTISE_ADDRESS: host must be an address frontends can dial, not the wildcard "${host}"`]);
+  });
+
+  it('refuses an empty or control-character model name, naming the flag or the variable', () => {
+    expect(problems({ servedModelName: '  ' })).toEqual(['--served-model-name must not be empty']);
+    expect(problems({}, { DYN_SERVED_MODEL_NAME: 'a\nb' })).toEqual(['DYN_SERVED_MODEL_NAME must not contain control characters, got "a\\nb"']);
+  });
+
+  it('reports them with the other problems at once', () => {
+    expect(problems({ advertiseAddress: '0.0.0.0:1', servedModelName: '', systemPort: 'x' })).toEqual([
+      '--advertise-address: host must be an address frontends can dial, not the wildcard "0.0.0.0"',
+      '--system-port must be an integer in 0..65535, got "x"',
+      '--served-model-name must not be empty',
+    ]);
+  });
+});
+
+describe('parseHostPort', () => {
+  it('accepts names, IPv4 and bracketed IPv6; refuses the rest', () => {
+    expect(parseHostPort('localhost:1', false)).toEqual({ host: 'localhost', port: 1 });
+    expect(parseHostPort('[::1]:0', true)).toEqual({ host: '::1', port: 0 });
+    for (const bad of ['::1:80', 'host', ':80', 'host:', 'host:99999', 'a b:1', 'host:-1']) expect(typeof parseHostPort(bad, true)).toBe('string');
+  });
+});
