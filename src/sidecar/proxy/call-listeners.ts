@@ -6,16 +6,34 @@
 import type { IncomingHttpHeaders } from 'node:http2';
 import type { Permit } from '../admission/gate.js';
 import type { DownstreamStream, UpstreamStream } from './call-context.js';
-import type { ProxiedCall } from './proxied-call.js';
+
+/** The events a proxied call takes from its streams and timers (ProxiedCall implements it). */
+export interface CallEvents {
+  onAdmitted(permit: Permit): void;
+  onDeadline(): void;
+  onClientGone(): void;
+  onClientData(chunk: Buffer): void;
+  onClientEnd(): void;
+  onClientDrain(): void;
+  onClientWantTrailers(): void;
+  onEngineResponse(headers: IncomingHttpHeaders, flags: number): void;
+  onEngineTrailers(trailers: IncomingHttpHeaders): void;
+  onEngineError(err: Error): void;
+  onEngineAborted(): void;
+  onEngineEnd(): void;
+  onEngineClosed(): void;
+  onEngineDrain(): void;
+  onEngineData(chunk: Buffer): void;
+}
 
 export const CALL = Symbol('dynamo-sidecar.call');
-export type WithCall<S> = S & { [CALL]: ProxiedCall };
+export type WithCall<S> = S & { [CALL]: CallEvents };
 
 export function ignore(): void {}
-export function onAdmitFromQueue(this: ProxiedCall, permit: Permit): void {
+export function onAdmitFromQueue(this: CallEvents, permit: Permit): void {
   this.onAdmitted(permit);
 }
-export function onDeadline(this: ProxiedCall): void {
+export function onDeadline(this: CallEvents): void {
   this.onDeadline();
 }
 /** For both 'close' and 'aborted' (a reset while our side was open): either way the client is gone. */

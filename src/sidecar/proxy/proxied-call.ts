@@ -35,7 +35,7 @@ import { GrpcStatus, parseStatus } from '../../protocol/grpc/status.js';
 import { CallError } from './call-error.js';
 import type { CallContext, DispatchTurn, DownstreamStream, TrafficTap, UpstreamStream } from './call-context.js';
 import * as listeners from './call-listeners.js';
-import { CALL, type WithCall } from './call-listeners.js';
+import { CALL, type CallEvents, type WithCall } from './call-listeners.js';
 import { isEarlyReset, noteEarlyReset } from './connection-limits.js';
 import { isHeaderError, stripConnectionHeaders } from './request-headers.js';
 import { guardedEnd, guardedReset, guardedRespond, guardedTrailers, guardedWrite, isWritable, type RespondOptions, type StreamFaultSink } from './stream-guard.js';
@@ -59,7 +59,7 @@ export interface OpenCall {
   shutdown(): void;
 }
 
-export class ProxiedCall implements OpenCall, DispatchTurn, StreamFaultSink {
+export class ProxiedCall implements OpenCall, DispatchTurn, StreamFaultSink, CallEvents {
   private state: CallPhase = 'queued';
   private permit: Permit | undefined;
   private ticket: QueueTicket | undefined;

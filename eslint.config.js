@@ -1,0 +1,20 @@
+// Lint, type-aware: the rules that catch what the compiler does not (a promise nobody awaits, a
+// promise where a callback is expected, a focused or skipped test left behind).
+import js from '@eslint/js';
+import vitest from '@vitest/eslint-plugin';
+import tseslint from 'typescript-eslint';
+
+export default tseslint.config(
+  { ignores: ['dist/', 'coverage/', 'node_modules/'] },
+  js.configs.recommended,
+  ...tseslint.configs.recommendedTypeChecked,
+  {
+    languageOptions: { parserOptions: { project: ['./test/tsconfig.json'], tsconfigRootDir: import.meta.dirname } },
+  },
+  {
+    files: ['test/**/*.ts'],
+    plugins: { vitest },
+    rules: { 'vitest/no-focused-tests': 'error', 'vitest/no-disabled-tests': 'error' },
+  },
+  { files: ['eslint.config.js'], ...tseslint.configs.disableTypeChecked },
+);
