@@ -79,15 +79,6 @@ export function rssBytes(pids: readonly number[]): number {
   return kb * 1024;
 }
 
-/** CPU list the process may run on (as taskset prints it), or '' when unknown. */
-export function allowedCpus(pid: number): string {
-  try {
-    return /^Cpus_allowed_list:\s+(\S+)/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? '';
-  } catch {
-    return '';
-  }
-}
-
 /** Samples CPU seconds of a process tree between start() and stop(). */
 export class CpuMeter {
   private pids: number[] = [];

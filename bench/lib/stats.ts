@@ -76,9 +76,3 @@ export class Reservoir {
     return this.buf.subarray(0, Math.min(this.seen, this.buf.length));
   }
 }
-
-/** a / b, NaN when either side is missing or b is 0. */
-export function ratio(a: number | undefined, b: number | undefined): number {
-  if (a === undefined || b === undefined || !Number.isFinite(a) || !Number.isFinite(b) || b === 0) return NaN;
-  return a / b;
-}

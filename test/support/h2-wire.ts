@@ -53,7 +53,6 @@ export const Setting = {
 } as const;
 
 export const DEFAULT_WINDOW = 65_535;
-export const MAX_WINDOW = 2 ** 31 - 1;
 
 export interface Frame {
   type: number;
@@ -112,21 +111,6 @@ export function windowUpdateFrame(streamId: number, increment: number): Buffer {
   const payload = Buffer.alloc(4);
   payload.writeUInt32BE(increment & 0x7fffffff);
   return frame(FrameType.WINDOW_UPDATE, 0, streamId, payload);
-}
-
-export function goawayFrame(lastStreamId: number, code: number, debug = ''): Buffer {
-  const payload = Buffer.alloc(8 + Buffer.byteLength(debug));
-  payload.writeUInt32BE(lastStreamId & 0x7fffffff, 0);
-  payload.writeUInt32BE(code >>> 0, 4);
-  payload.write(debug, 8);
-  return frame(FrameType.GOAWAY, 0, 0, payload);
-}
-
-export function priorityFrame(streamId: number, dependsOn: number, weight = 16, exclusive = false): Buffer {
-  const payload = Buffer.alloc(5);
-  payload.writeUInt32BE(((exclusive ? 0x80000000 : 0) | (dependsOn & 0x7fffffff)) >>> 0);
-  payload[4] = weight - 1;
-  return frame(FrameType.PRIORITY, 0, streamId, payload);
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -17,8 +17,6 @@ import { PROTO_DIR } from '../../protocol/proto-path.js';
 import { parseRankReport } from '../routing/load-report.js';
 import { STALE_AFTER_HEARTBEATS, type WorkerPool } from '../routing/worker-pool.js';
 
-export const WORKER_LOAD_SERVICE = 'dynamo.sidecar.v1.WorkerLoad';
-
 interface WatchClient extends grpc.Client {
   Watch(request: object, options?: grpc.CallOptions): grpc.ClientReadableStream<{ ranks: unknown[] }>;
 }

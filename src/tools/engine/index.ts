@@ -10,13 +10,7 @@ import type { EngineOptions } from './options.js';
 import { resolveEngineOptions } from './options.js';
 import { Scheduler } from './scheduler.js';
 
-export type { EngineOptions, EngineCliValues } from './options.js';
-export {
-  DEFAULT_ENGINE_OPTIONS,
-  ENGINE_FLAGS,
-  engineOptionsFromCli,
-  resolveEngineOptions,
-} from './options.js';
+export type { EngineOptions } from './options.js';
 
 export interface EngineStats {
   running: number;
