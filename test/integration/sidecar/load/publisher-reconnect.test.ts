@@ -13,13 +13,6 @@ afterAll(async () => {
   for (const c of cleanups.reverse()) await c().catch(() => undefined);
 });
 
-const until = async (cond: () => boolean, ms = 10_000): Promise<void> => {
-  const end = Date.now() + ms;
-  while (!cond()) {
-    if (Date.now() > end) throw new Error('condition not met in time');
-    await new Promise((r) => setTimeout(r, 10));
-  }
-};
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
 function messages(): { logger: Logger; msgs: string[] } {
@@ -63,10 +56,10 @@ describe('LoadPublisher across broker outages', () => {
     p = new LoadPublisher({ servers: nats.url, subject, source: tracker, logger, heartbeatMs: 50, reconnectTimeWaitMs: 100, reconnectJitterMs: 20, connect: spyingConnect(calls, () => p!.connected) });
     cleanups.push(() => p!.close());
     p.start();
-    await until(() => got.length >= 2);
+    await waitFor(() => got.length >= 2, 'two heartbeats reaching the subscriber');
 
     await nats.stop();
-    await until(() => !p!.connected);
+    await waitFor(() => !p!.connected, 'the publisher to see the broker gone');
     const before = calls.length;
     const failuresBefore = p.stats.failures;
     const call = tracker.callStarted(0, 123); // state changes while the broker is gone
@@ -76,11 +69,11 @@ describe('LoadPublisher across broker outages', () => {
     expect(p.stats.failures).toBeGreaterThan(failuresBefore);
 
     await nats.restart();
-    await until(() => p!.connected);
+    await waitFor(() => p!.connected, 'the publisher to reconnect');
     expect(calls.length).toBeGreaterThan(before);
     expect(JSON.parse(calls[before]!.payload)).toMatchObject({ active_prefill_tokens: 123, draining: true });
     expect(calls.every((c) => c.connected)).toBe(true);
-    await until(() => got.some((e) => e.active_prefill_tokens === 123));
+    await waitFor(() => got.some((e) => e.active_prefill_tokens === 123), 'the state changed during the outage at the subscriber');
     call.end();
     expect(msgs.filter((m) => m.startsWith('NATS disconnected'))).toHaveLength(1);
     expect(msgs).toContain('NATS reconnected');
@@ -94,14 +87,14 @@ describe('LoadPublisher across broker outages', () => {
     const p = new LoadPublisher({ servers: nats.url, subject: loadSubject('ns', 'late', 'generate'), source: tracker, logger, heartbeatMs: 50, reconnectTimeWaitMs: 100, reconnectJitterMs: 20 });
     cleanups.push(() => p.close());
     expect(() => p.start()).not.toThrow();
-    await sleep(400);
+    await sleep(400); // deliberate: several reconnect attempts (100 ms apart), which must warn only once
     expect(p.state).toBe('connecting');
     expect(msgs.filter((m) => m.startsWith('NATS not reachable'))).toHaveLength(1);
 
     await nats.restart();
     const got = await subscriber(nats, loadSubject('ns', 'late', 'generate'));
-    await until(() => p.connected);
-    await until(() => got.length > 0);
+    await waitFor(() => p.connected, 'the publisher to connect to the late broker');
+    await waitFor(() => got.length > 0, 'a first event at the subscriber');
     expect(got[0]).toMatchObject({ worker_id: 6, kv_total_blocks: 10 });
   });
 

@@ -6,6 +6,7 @@ import { LoadPublisher, defaultWorkerId, type LoadPublisherOptions } from '../..
 import { loadSubject } from '../../../../src/protocol/load-event.js';
 import { silentLogger } from '../../../../src/platform/log.js';
 import { startNatsServer, type NatsServerHandle } from '../../../support/nats-server.js';
+import { waitFor } from '../../../support/wait.js';
 
 let nats: NatsServerHandle;
 let sub: NatsConnection;
@@ -22,13 +23,6 @@ afterAll(async () => {
   await nats?.stop();
 });
 
-const until = async (cond: () => boolean, ms = 5000): Promise<void> => {
-  const end = Date.now() + ms;
-  while (!cond()) {
-    if (Date.now() > end) throw new Error('condition not met in time');
-    await new Promise((r) => setTimeout(r, 5));
-  }
-};
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
 /** Collects every event on `subject`; resolves once the subscription is registered with the server. */
@@ -43,7 +37,7 @@ async function started(tracker: LoadTracker, subject: string, options: Partial<L
   const p = new LoadPublisher({ servers: nats.url, subject, source: tracker, logger: silentLogger, ...options });
   publishers.push(p);
   p.start();
-  await until(() => p.connected);
+  await waitFor(() => p.connected, 'the publisher to connect', 5000);
   return p;
 }
 
@@ -56,7 +50,7 @@ describe('LoadPublisher with a real nats-server', () => {
     const tracker = new LoadTracker({ workerId, dataParallelSize: 2, kvTotalBlocks: 64, maxNumBatchedTokens: 2048, model: 'm', grpcAddress: '10.1.2.3:50050', heartbeatMs: 60_000 });
     tracker.callStarted(1, 40);
     await started(tracker, subject, { heartbeatMs: 60_000 });
-    await until(() => got.length >= 2);
+    await waitFor(() => got.length >= 2, 'one event per rank', 5000);
     expect(got.map((e) => e.dp_rank).sort()).toEqual([0, 1]);
     const e1 = got.find((e) => e.dp_rank === 1)!;
     expect(Object.keys(e1).sort()).toEqual(
@@ -74,10 +68,11 @@ describe('LoadPublisher with a real nats-server', () => {
     const got = await listen(subject);
     const tracker = new LoadTracker({ workerId: 1 });
     await started(tracker, subject, { heartbeatMs: 60_000, debounceMs: 20 });
-    await until(() => got.length === 1); // the snapshot on connect
+    await waitFor(() => got.length === 1, 'the snapshot on connect', 5000);
     const calls = Array.from({ length: 50 }, () => tracker.callStarted(0, 16));
     for (const c of calls) c.output(1);
-    await sleep(150);
+    await waitFor(() => got.length >= 2, 'the debounced publish', 5000);
+    await sleep(100); // deliberate: five more debounce windows, in which no further publish may come
     expect(got).toHaveLength(2);
     expect(got[1]).toMatchObject({ active_decode_blocks: 50, active_prefill_tokens: 0, sequence: 2 });
   });
@@ -86,7 +81,7 @@ describe('LoadPublisher with a real nats-server', () => {
     const subject = loadSubject('ns', 'heartbeat', 'generate');
     const got = await listen(subject);
     await started(new LoadTracker({ workerId: 1 }), subject, { heartbeatMs: 80 });
-    await until(() => got.length >= 4, 3000);
+    await waitFor(() => got.length >= 4, 'four heartbeats', 3000);
     const seqs = got.map((e) => e.sequence);
     expect(seqs).toEqual([...seqs].sort((a, b) => a - b));
     expect(new Set(seqs).size).toBe(seqs.length);
@@ -97,12 +92,12 @@ describe('LoadPublisher with a real nats-server', () => {
     const got = await listen(subject);
     const tracker = new LoadTracker({ workerId: 1 });
     const p = await started(tracker, subject, { heartbeatMs: 60_000, debounceMs: 10_000 });
-    await until(() => got.length === 1);
+    await waitFor(() => got.length === 1, 'the snapshot on connect', 5000);
     tracker.setAdmission({ engineRequest: 2, requestQueue: 2, limit: 2, queueLimit: 2 });
     tracker.markRejected();
     const t0 = Date.now();
     p.publishNow();
-    await until(() => got.length === 2, 1000);
+    await waitFor(() => got.length === 2, 'the event published at once', 1000);
     expect(Date.now() - t0).toBeLessThan(1000);
     expect(got[1]).toMatchObject({ overloaded: true, engine_request: 2, request_queue: 2, engine_request_limit: 2 });
   });

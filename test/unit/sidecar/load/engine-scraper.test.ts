@@ -4,6 +4,7 @@ import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { EngineScraper, defaultFetchText, type FetchText } from '../../../../src/sidecar/load/engine-scraper.js';
 import { recordingLogger } from '../../../support/recording-logger.js';
+import { waitFor } from '../../../support/wait.js';
 
 const vllm = readFileSync(new URL('../../../fixtures/engine-metrics/vllm.txt', import.meta.url), 'utf8');
 
@@ -36,14 +37,6 @@ function countingFetch(): { fetchText: FetchText; starts: () => number; maxInFli
   return { fetchText, starts: () => starts, maxInFlight: () => maxInFlight };
 }
 
-const until = async (cond: () => boolean, ms = 3000): Promise<void> => {
-  const end = Date.now() + ms;
-  while (!cond()) {
-    if (Date.now() > end) throw new Error('condition not met in time');
-    await new Promise((r) => setTimeout(r, 5));
-  }
-};
-
 beforeAll(async () => {
   server = createServer((_req, res) => {
     requests++;
@@ -74,29 +67,29 @@ describe('EngineScraper', () => {
     expect(s.stale).toBe(true);
     s.start();
     try {
-      await until(() => !s.stale);
+      await waitFor(() => !s.stale, 'the first good scrape', 3000);
       expect(s.ranks.get(1)).toMatchObject({ kvUsedBlocks: 256, kvTotalBlocks: 4096 });
       const before = requests;
-      await until(() => requests >= before + 3); // identical bodies: no further onUpdate
+      await waitFor(() => requests >= before + 3, 'three more scrapes', 3000); // identical bodies: no further onUpdate
       expect(updates).toBe(1);
 
       mode = 'error';
-      await until(() => s.errors >= 2);
+      await waitFor(() => s.errors >= 2, 'two HTTP 500 scrapes counted as errors', 3000);
       expect(s.stale).toBe(true);
       expect(s.lastError).toMatch(/HTTP 500/);
       mode = 'hang';
       const errorsBefore = s.errors;
-      await until(() => s.errors >= errorsBefore + 2);
+      await waitFor(() => s.errors >= errorsBefore + 2, 'two timed-out scrapes counted as errors', 3000);
       expect(s.lastError).toMatch(/timed out after 50 ms/);
       mode = 'html';
-      await until(() => s.errors >= errorsBefore + 3);
+      await waitFor(() => s.errors >= errorsBefore + 3, 'an HTML body counted as an error', 3000);
       expect(s.lastError).toMatch(/no known engine metrics/);
       expect(s.ranks.get(0)).toMatchObject({ kvUsedBlocks: 1024 }); // last good values kept for inspection
       expect(lines.filter((l) => l.msg === 'engine metrics stale')).toHaveLength(1);
       expect(updates).toBe(2);
 
       mode = 'ok';
-      await until(() => !s.stale);
+      await waitFor(() => !s.stale, 'the scraper fresh again', 3000);
       expect(lines.map((l) => l.msg)).toEqual(['engine metrics fresh', 'engine metrics stale', 'engine metrics fresh']);
       expect(updates).toBe(3);
       expect(counting.maxInFlight()).toBe(1);
@@ -121,7 +114,7 @@ describe('EngineScraper', () => {
     mode = 'hang';
     const s = new EngineScraper({ url, intervalMs: 1000, timeoutMs: 900, logger: recordingLogger() });
     const p = s.scrapeOnce();
-    await until(() => hanging.length > 0);
+    await waitFor(() => hanging.length > 0, 'the server to hold the scrape', 3000);
     s.stop();
     await p;
     expect(s.errors).toBe(0);
@@ -133,7 +126,7 @@ describe('EngineScraper', () => {
     const s = new EngineScraper({ url, intervalMs: 30, timeoutMs: 200, logger: recordingLogger(), fetchText: counting.fetchText });
     s.start();
     try {
-      await until(() => s.errors >= 3, 5000);
+      await waitFor(() => s.errors >= 3, 'three timed-out scrapes', 5000);
       expect(s.lastError).toMatch(/timed out after 200 ms/);
       // Each scrape ran to its 200 ms timeout before the next began, although the interval is 30 ms.
       expect(counting.maxInFlight()).toBe(1);
