@@ -11,6 +11,7 @@
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { createConnection, createServer } from 'node:net';
+import { waitFor } from './wait.js';
 
 export interface NatsServerHandle {
   url: string;
@@ -67,14 +68,15 @@ export async function startNatsServer(options: { start?: boolean } = {}): Promis
     const proc = spawn(bin, ['-a', '127.0.0.1', '-p', String(port)], { stdio: ['ignore', 'ignore', 'pipe'] });
     proc.stderr?.on('data', (d: Buffer) => (stderr = (stderr + d.toString()).slice(-2000)));
     child = proc;
-    const deadline = Date.now() + START_TIMEOUT_MS;
-    while (!(await accepts(port))) {
-      if (proc.exitCode !== null || Date.now() > deadline) {
-        proc.kill('SIGKILL');
-        throw new Error(`nats-server did not start on 127.0.0.1:${port}: ${stderr.trim() || 'no output'}`);
-      }
-      await new Promise((r) => setTimeout(r, 20));
-    }
+    const failed = (why: string): Error => {
+      proc.kill('SIGKILL');
+      return new Error(`nats-server did not start on 127.0.0.1:${port} (${why}): ${stderr.trim() || 'no output'}`);
+    };
+    const exited = (): boolean => proc.exitCode !== null || proc.signalCode !== null;
+    await waitFor(async () => exited() || (await accepts(port)), 'nats-server to accept connections', START_TIMEOUT_MS, 20).catch((err: Error) => {
+      throw failed(err.message);
+    });
+    if (exited()) throw failed(`exited with code ${proc.exitCode ?? proc.signalCode}`);
   };
 
   const stop = async (): Promise<void> => {

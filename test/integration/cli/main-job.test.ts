@@ -11,6 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runLoad } from '../../../src/tools/load/run.js';
 import { startSidecarProcess, type SidecarProcess } from '../../support/sidecar-process.js';
 import { engineClient, generate, tokens } from '../../support/vllm-client.js';
+import { waitFor } from '../../support/wait.js';
 
 const README = readFileSync(new URL('../../../README.md', import.meta.url), 'utf8');
 
@@ -61,8 +62,9 @@ describe('the sidecar-only demo', () => {
   });
 
   it('prints a compact status line every few seconds', async () => {
-    await new Promise((resolve) => setTimeout(resolve, 500));
-    expect(sidecar.stdout()).toMatch(/\[status\] engine \d+\/32 \| queued \d+\/16 \| rejected \d+ \(\+\d+\/s\) \| \d+ tok\/s/);
+    const statusLine = /\[status\] engine \d+\/32 \| queued \d+\/16 \| rejected \d+ \(\+\d+\/s\) \| \d+ tok\/s/;
+    await waitFor(() => statusLine.test(sidecar.stdout()), 'a status line on stdout');
+    expect(sidecar.stdout()).toMatch(statusLine);
   });
 
   it("agrees with the load client: sent = completed + rejected + errors, rejected = the sidecar's rejection delta", async () => {

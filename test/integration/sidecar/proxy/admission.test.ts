@@ -80,10 +80,16 @@ describe('with --engine-request-limit 8 and DYN_DYNAMO_REQUEST_QUEUE_LIMIT=4', (
     const admittedTags = outcomes.map((o, i) => (o === undefined ? i : -1)).filter((i) => i >= 0);
     expect(admittedTags).toEqual([0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11]);
 
-    while (settled().length < 2000) {
-      engine.releaseHeld();
-      await new Promise((resolve) => setTimeout(resolve, 5));
-    }
+    await waitFor(
+      () => {
+        if (settled().length === 2000) return true;
+        engine.releaseHeld(); // and the queued calls that took the freed slots, on the next round
+        return false;
+      },
+      'all 2,000 calls to settle as the engine releases the held ones',
+      30_000,
+      5,
+    );
     await Promise.all(calls);
     expect(settled().filter((o) => o.code === grpc.status.OK)).toHaveLength(12);
     expect(engine.maxActive).toBe(8);
@@ -135,17 +141,21 @@ describe('with --engine-request-limit 8 and DYN_DYNAMO_REQUEST_QUEUE_LIMIT=4', (
           call.cancel();
         }
       }
-      await new Promise((resolve) => setTimeout(resolve, 10 + random() * 60));
+      await new Promise((resolve) => setTimeout(resolve, 10 + random() * 60)); // deliberate: seeded pacing, so some queued deadlines pass
       engine.releaseHeld(Math.floor(random() * 10));
       expect(engine.maxActive).toBeLessThanOrEqual(8);
       expect(await sidecar.metric('dynamo_request_queue')).toBeLessThanOrEqual(4);
     }
     // Drain everything still held or queued.
-    const drainUntil = Date.now() + 20_000;
-    while (outcomes.size < nextTag && Date.now() < drainUntil) {
-      engine.releaseHeld();
-      await new Promise((resolve) => setTimeout(resolve, 10));
-    }
+    await waitFor(
+      () => {
+        if (outcomes.size === nextTag) return true;
+        engine.releaseHeld();
+        return false;
+      },
+      'every call to end as the engine releases the held ones',
+      20_000,
+    );
     await Promise.all(pending);
 
     for (const [tag, outcome] of outcomes) if (outcome.code === grpc.status.DEADLINE_EXCEEDED && !engine.headerArrivals.includes(String(tag))) expiredInQueue.add(tag);

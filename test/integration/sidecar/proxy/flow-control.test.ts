@@ -40,7 +40,7 @@ describe('back-pressure, both ways', () => {
     stream.pause(); // read nothing
 
     await waitFor(() => engine.floodWritten > 0, 'the engine to start streaming');
-    await new Promise((resolve) => setTimeout(resolve, 1500));
+    await new Promise((resolve) => setTimeout(resolve, 1500)); // deliberate: time for an engine not held back to write far more
     const writtenWhilePaused = engine.floodWritten;
     const rssPaused = await sidecar.metric('process_resident_memory_bytes');
     // 3,200 messages of 64 KiB were asked for; flow control must have stopped the engine early.

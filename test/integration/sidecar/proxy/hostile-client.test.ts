@@ -484,7 +484,7 @@ describe('hostile clients (N=4, Q=2)', () => {
       void dripClosed.then(() => (dripDone = true));
       drip.write('GET /metrics HTTP/1.1\r\nHost: x\r\n');
       for (let i = 0; i < 50 && !dripDone; i++) {
-        await new Promise((resolve) => setTimeout(resolve, 200));
+        await new Promise((resolve) => setTimeout(resolve, 200)); // the attack itself is slow
         drip.write(`x-drip-${i}: x\r\n`);
       }
       expect(dripDone, 'slow-drip HTTP/1 request still open after 10 s').toBe(true);
