@@ -14,7 +14,7 @@ import { startEngineProcess, type EngineProcess } from '../../../support/engine-
 import { testEngineClient, unary, type TestEngineClient, type UnaryOutcome } from '../../../support/grpc-client.js';
 import { H2Wire, dataFrame, grpcRequestHeaders } from '../../../support/h2-wire.js';
 import { TEST_ENGINE_PATH } from '../../../support/raw-grpc.js';
-import { runCli, startSidecarProcess, type SidecarProcess } from '../../../support/sidecar-process.js';
+import { startSidecarProcess, type SidecarProcess } from '../../../support/sidecar-process.js';
 import { startTestEngine, type TestEngine } from '../../../support/test-engine.js';
 import { waitFor } from '../../../support/wait.js';
 
@@ -150,11 +150,6 @@ async function startRawEngine(): Promise<RawEngine> {
 }
 
 describe('a hung engine', () => {
-  it('documents the engine ping timeout in --help', async () => {
-    const help = await runCli(['--help']);
-    expect(help.stdout).toContain('--upstream-ping-timeout-ms');
-  });
-
   it('turns /ready 503 within a few seconds of SIGSTOP and 200 again after SIGCONT', async () => {
     const engine = await startEngineProcess();
     cleanups.push(() => engine.kill());

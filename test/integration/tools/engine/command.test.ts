@@ -1,4 +1,5 @@
-// `engine` subcommand: in-process with a fake io, and once as a real process with SIGTERM.
+// `engine` subcommand serving: in process with a fake io, and once as a real process with SIGTERM.
+// Usage errors and --help: test/unit/tools/engine/command.test.ts.
 import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { Command } from 'commander';
@@ -17,30 +18,6 @@ function program(io: ReturnType<typeof fakeIo>): Command {
 }
 
 describe('engine command', () => {
-  it('documents every option in --help', async () => {
-    const io = fakeIo();
-    await expect(program(io).parseAsync(['engine', '--help'], { from: 'user' })).rejects.toThrow();
-    const help = io.out.join('');
-    for (const flag of ['--num-gpu-blocks', '--block-size', '--max-num-seqs', '--max-num-batched-tokens', '--prefill-tokens-per-s', '--decode-step-ms', '--max-output-tokens', '--early-stop-prob', '--seed', '--model-name', '--port', '--host', '--metrics-port']) {
-      expect(help).toContain(flag);
-    }
-    expect(io.exits).toEqual([0]);
-  });
-
-  it('rejects an invalid value with one stderr line naming the flag and exit code 2', async () => {
-    const io = fakeIo();
-    await program(io).parseAsync(['engine', '--block-size', 'zero'], { from: 'user' });
-    expect(io.err.join('')).toMatch(/^error: --block-size: must be an integer >= 1 .*got 'zero'\n$/);
-    expect(io.exits).toEqual([2]);
-  });
-
-  it('maps an unknown option to exit code 2 as well', async () => {
-    const io = fakeIo();
-    await expect(program(io).parseAsync(['engine', '--bogus'], { from: 'user' })).rejects.toThrow();
-    expect(io.err.join('')).toContain("unknown option '--bogus'");
-    expect(io.exits).toEqual([2]);
-  });
-
   it('prints its addresses, serves, and closes cleanly on SIGTERM', async () => {
     const io = fakeIo();
     const run = program(io).parseAsync(['engine', '--decode-step-ms', '1', '--model-name', 'cmd-model'], { from: 'user' });
@@ -71,15 +48,5 @@ describe('engine command', () => {
     } finally {
       if (child.exitCode === null) child.kill('SIGKILL');
     }
-  });
-
-  it('exits 2 as a real process on an invalid value', async () => {
-    const child = spawn(process.execPath, ['--import', 'tsx', 'test/support/cli-entry.ts', 'engine', '--max-num-seqs', '-3'], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
-    let stderr = '';
-    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
-    const code = await new Promise<number | null>((resolve) => child.on('exit', (c) => resolve(c)));
-    expect(code).toBe(2);
-    expect(stderr.trim().split('\n')).toHaveLength(1);
-    expect(stderr).toContain('--max-num-seqs');
   });
 });

@@ -1,4 +1,5 @@
-// `load` subcommand in-process: validation exit codes, table and JSON summaries, progress.
+// `load` subcommand in process against a simulated engine: table and JSON summaries, progress, exit 1.
+// Usage errors: test/unit/tools/load/command.test.ts.
 import { Command } from 'commander';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startSimulatedEngine, type RunningEngine } from '../../../../src/tools/engine/index.js';
@@ -22,28 +23,6 @@ afterAll(async () => {
 });
 
 describe('load command', () => {
-  it.each([
-    [['--concurrency', '0'], '--concurrency'],
-    [['--prompt-tokens', '10-5'], '--prompt-tokens'],
-    [['--rate', '5', '--concurrency', '2'], '--rate'],
-    [['--arrival', 'bursty', '--rate', '1'], '--arrival'],
-    [['--duration-s', 'long'], '--duration-s'],
-  ])('exits 2 with one line naming the flag for %j', async (args, flag) => {
-    const io = fakeIo();
-    await program(io).parseAsync(['load', '--target', '127.0.0.1:1', ...args], { from: 'user' });
-    expect(io.exits).toEqual([2]);
-    const err = io.err.join('');
-    expect(err.split('\n').filter(Boolean)).toHaveLength(1);
-    expect(err).toContain(`${flag}:`);
-  });
-
-  it('exits 2 when --target is missing', async () => {
-    const io = fakeIo();
-    await program(io).parseAsync(['load', '--count', '1'], { from: 'user' });
-    expect(io.exits).toEqual([2]);
-    expect(io.err.join('')).toContain('--target: is required');
-  });
-
   it('prints the summary as one JSON object with --json', async () => {
     const io = fakeIo();
     await program(io).parseAsync(['load', '--target', engine.address, '--count', '6', '--concurrency', '3', '--max-tokens', '2-4', '--json', '--quiet'], { from: 'user' });

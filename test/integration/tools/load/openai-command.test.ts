@@ -1,5 +1,6 @@
-// `load --openai`: flag errors (exit 2, one line naming the flag), the table and JSON
-// summaries in-process, a stop by SIGINT, and the real CLI (bin/dynamo-sidecar, built dist/).
+// `load --openai` against a fake OpenAI server: the table and JSON summaries in process, a stop
+// by SIGINT, and the real CLI (bin/dynamo-sidecar, built dist/). Flag errors and --help:
+// test/unit/tools/load/command.test.ts.
 import { Command } from 'commander';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { registerLoadCommand } from '../../../../src/tools/load/command.js';
@@ -25,24 +26,6 @@ afterAll(async () => {
 });
 
 describe('load --openai command', () => {
-  it.each([
-    [['--openai', 'http://127.0.0.1:8000', '--target', '127.0.0.1:1'], '--openai', /cannot be combined with --target/],
-    [['--count', '1'], '--target', /is required .*or --openai URL/],
-    [['--openai', '127.0.0.1:8000'], '--openai', /http/],
-    [['--openai', 'http://127.0.0.1:8000', '--api', 'embeddings'], '--api', /'chat' or 'completions'/],
-    [['--openai', 'http://127.0.0.1:8000', '--overload-status', '5xx'], '--overload-status', /status codes/],
-    [['--target', '127.0.0.1:1', '--model', 'm'], '--model', /only with --openai/],
-    [['--openai', 'http://127.0.0.1:8000', '--retry-max-ms', '1'], '--retry-max-ms', />= 50/],
-  ])('exits 2 with one line naming the flag for %j', async (args, flag, message) => {
-    const io = fakeIo();
-    await program(io).parseAsync(['load', ...args], { from: 'user' });
-    expect(io.exits).toEqual([2]);
-    const lines = io.err.join('').split('\n').filter(Boolean);
-    expect(lines).toHaveLength(1);
-    expect(lines[0]).toContain(`${flag}:`);
-    expect(lines[0]).toMatch(message);
-  });
-
   it('prints a table naming the URL, the model, rejections as HTTP 529 and the statuses', async () => {
     const io = fakeIo();
     await program(io).parseAsync(['load', '--openai', server.url, '--count', '10', '--concurrency', '2', '--quiet'], { from: 'user' });
@@ -95,12 +78,5 @@ describe('bin/dynamo-sidecar load --openai', () => {
     expect(summary).toMatchObject({ target: `${server.url}/v1/chat/completions`, model: 'fake-model', api: 'chat', sent: 10, completed: 8, rejected: 2, errors: {}, statuses: { '200': 8, '529': 2 } });
     expect(summary.ttft_ms.p50).toBeGreaterThan(0);
     expect(server.requests.slice(first).every((r) => r.body['max_tokens'] === 3)).toBe(true);
-  });
-
-  it('documents the mode in --help', async () => {
-    const { code, stdout } = await runCli(['load', '--help']);
-    expect(code).toBe(0);
-    for (const flag of ['--openai <url>', '--model <name>', '--api <kind>', '--overload-status <code>', '--retry-max-ms <ms>']) expect(stdout).toContain(flag);
-    expect(stdout).toContain('load --openai http://127.0.0.1:8000 --concurrency 64 --duration-s 20');
   });
 });

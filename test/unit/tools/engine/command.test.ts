@@ -1,0 +1,47 @@
+// `engine` subcommand usage, in process: --help documents every option, an invalid value or an
+// unknown option exits 2 with one line naming it. Serving and signals: test/integration/tools/engine/command.test.ts.
+import { describe, expect, it } from 'vitest';
+import { runMain } from '../../../support/run-main.js';
+
+describe('engine command', () => {
+  it('documents every option in --help', async () => {
+    const { out, exits } = await runMain(['engine', '--help']);
+    for (const flag of [
+      '--num-gpu-blocks',
+      '--block-size',
+      '--max-num-seqs',
+      '--max-num-batched-tokens',
+      '--prefill-tokens-per-s',
+      '--decode-step-ms',
+      '--max-output-tokens',
+      '--early-stop-prob',
+      '--seed',
+      '--model-name',
+      '--port',
+      '--host',
+      '--metrics-port',
+    ]) {
+      expect(out).toContain(flag);
+    }
+    expect(exits).toEqual([0]);
+  });
+
+  it('rejects an invalid value with one stderr line naming the flag and exit code 2', async () => {
+    const { err, exits } = await runMain(['engine', '--block-size', 'zero']);
+    expect(err).toMatch(/^error: --block-size: must be an integer >= 1 .*got 'zero'\n$/);
+    expect(exits).toEqual([2]);
+  });
+
+  it('rejects a negative --max-num-seqs with one stderr line naming the flag and exit code 2', async () => {
+    const { err, exits } = await runMain(['engine', '--max-num-seqs', '-3']);
+    expect(exits).toEqual([2]);
+    expect(err.trim().split('\n')).toHaveLength(1);
+    expect(err).toContain('--max-num-seqs');
+  });
+
+  it('maps an unknown option to exit code 2 as well', async () => {
+    const { err, exits } = await runMain(['engine', '--bogus']);
+    expect(err).toContain("unknown option '--bogus'");
+    expect(exits).toEqual([2]);
+  });
+});
