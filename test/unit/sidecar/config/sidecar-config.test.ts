@@ -1,5 +1,4 @@
 import { describe, expect, it } from 'vitest';
-import { parseHostPort } from '../../../../src/platform/config/host-port.js';
 import { parseSidecarConfig } from '../../../../src/sidecar/config/sidecar-config.js';
 import { problems } from '../../../support/config-problems.js';
 
@@ -90,13 +89,5 @@ describe('parseSidecarConfig: --advertise-address and --served-model-name', () =
       '--system-port must be an integer in 0..65535, got "x"',
       '--served-model-name must not be empty',
     ]);
-  });
-});
-
-describe('parseHostPort', () => {
-  it('accepts names, IPv4 and bracketed IPv6; refuses the rest', () => {
-    expect(parseHostPort('localhost:1', false)).toEqual({ host: 'localhost', port: 1 });
-    expect(parseHostPort('[::1]:0', true)).toEqual({ host: '::1', port: 0 });
-    for (const bad of ['::1:80', 'host', ':80', 'host:', 'host:99999', 'a b:1', 'host:-1']) expect(typeof parseHostPort(bad, true)).toBe('string');
   });
 });

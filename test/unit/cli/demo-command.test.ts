@@ -1,0 +1,12 @@
+/** The demo command's usage errors, in process; the demo itself runs in test/integration/cli/demo.test.ts. */
+import { describe, expect, it } from 'vitest';
+import { runMain as run } from '../../support/run-main.js';
+
+describe('dynamo-sidecar demo', () => {
+  it('refuses a bad worker count or threshold with exit 2', async () => {
+    expect((await run(['demo', '--workers', '0'])).exits).toEqual([2]);
+    const bad = await run(['demo', '--active-decode-blocks-threshold', '1.5']);
+    expect(bad.exits).toEqual([2]);
+    expect(bad.err).toContain('--active-decode-blocks-threshold must be a number in 0..1');
+  });
+});
