@@ -17,7 +17,8 @@ export default defineConfig({
       provider: 'v8',
       include: ['src/**/*.ts'],
       reporter: ['text-summary'],
-      thresholds: { lines: 0, functions: 0, branches: 0, statements: 0 },
+      // Measured 2026-12-02 (lines 89.76%, functions 85.38%, branches 82.54%, statements 87.48%), rounded down.
+      thresholds: { lines: 89, functions: 85, branches: 82, statements: 87 },
     },
   },
 });
