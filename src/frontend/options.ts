@@ -120,4 +120,4 @@ export const FRONTEND_OPTIONS = {
 export type FrontendOptionKey = keyof typeof FRONTEND_OPTIONS;
 
 /** What commander hands the action: strings and switches, and the repeatable --worker as a list. */
-export type FrontendRawFlags = Partial<Record<Exclude<FrontendOptionKey, 'workers'>, string | boolean | undefined>> & { workers?: string[] };
+export type FrontendRawFlags = Partial<Record<Exclude<FrontendOptionKey, 'workers'>, string | boolean | undefined>> & { workers?: string[] | undefined };

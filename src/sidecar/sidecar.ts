@@ -31,9 +31,9 @@ const realClock: CallClock = {
 export interface SidecarDeps {
   readonly logger: Logger;
   /** The engine to use when the config has none (the embedded simulated engine). */
-  readonly upstream?: HostPort;
+  readonly upstream?: HostPort | undefined;
   /** Engine metrics to scrape when the config names none (the embedded engine's). */
-  readonly engineMetricsUrl?: string;
+  readonly engineMetricsUrl?: string | undefined;
 }
 
 export interface RunningSidecar {

@@ -26,7 +26,7 @@ export function unary<T>(
   client: TestEngineClient,
   method: string,
   request: object,
-  options: { metadata?: grpc.Metadata; deadlineMs?: number; onCall?: (call: grpc.ClientUnaryCall) => void } = {},
+  options: { metadata?: grpc.Metadata; deadlineMs?: number | undefined; onCall?: (call: grpc.ClientUnaryCall) => void } = {},
 ): Promise<UnaryOutcome<T>> {
   return new Promise((resolve) => {
     const outcome: Partial<UnaryOutcome<T>> = {};

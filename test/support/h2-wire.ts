@@ -206,7 +206,7 @@ export class H2Wire {
   connectionSendWindow = DEFAULT_WINDOW;
   private readonly reader = new FrameReader();
   private readonly decoder = new HpackDecoder();
-  private pendingHeaders?: { streamId: number; parts: Buffer[]; endStream: boolean };
+  private pendingHeaders: { streamId: number; parts: Buffer[]; endStream: boolean } | undefined;
   private readonly waiters = new Set<() => void>();
   private readonly options: Required<H2WireOptions>;
 
@@ -276,7 +276,7 @@ export class H2Wire {
   sendHeaders(headers: HeaderList, opts: { endStream?: boolean; streamId?: number } = {}): number {
     const id = opts.streamId ?? this.allocStream();
     this.stream(id);
-    this.write(headersFrame(id, encodeHeaders(headers), { endStream: opts.endStream }));
+    this.write(headersFrame(id, encodeHeaders(headers), { endStream: opts.endStream ?? false }));
     return id;
   }
 

@@ -19,8 +19,8 @@
 export interface RenderCacheOptions {
   /** Minimum time between the starts of two renders. */
   readonly minIntervalMs: number;
-  /** Monotonic milliseconds; injected for tests. */
-  readonly now?: () => number;
+  /** Monotonic milliseconds; injected for tests. Default (or undefined): performance.now(). */
+  readonly now?: (() => number) | undefined;
 }
 
 export class RenderCache {

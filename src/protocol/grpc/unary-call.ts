@@ -90,6 +90,7 @@ export async function unaryCall(open: OpenStream, path: string, request: Uint8Ar
   }
   const status = parseStatus(grpcStatus);
   if (status !== GrpcStatus.OK) return { status, message: grpcMessage };
-  if (readError) return { status: GrpcStatus.INTERNAL, message: `bad response: ${readError.message}` };
+  // body is set exactly when the read did not throw.
+  if (readError || body === undefined) return { status: GrpcStatus.INTERNAL, message: `bad response: ${readError?.message ?? 'no message'}` };
   return { status, message: grpcMessage, body };
 }

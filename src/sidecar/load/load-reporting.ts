@@ -31,7 +31,7 @@ export interface LoadReportingDeps {
   /** The engine connection, asked for the served model when --served-model-name is not given. */
   readonly engine: ModelInfoEngine;
   /** Scrape this when no --engine-metrics-url is given (the embedded engine in demo mode). */
-  readonly defaultEngineMetricsUrl?: string;
+  readonly defaultEngineMetricsUrl?: string | undefined;
   readonly registry: Registry;
   readonly logger: Logger;
 }

@@ -42,15 +42,15 @@ import type { LoadEvent } from '../../protocol/load-event.js';
 export interface LoadTrackerConfig {
   workerId: number;
   dataParallelSize?: number;
-  kvTotalBlocks?: number;
+  kvTotalBlocks?: number | undefined;
   kvBlockSize?: number;
-  maxNumBatchedTokens?: number;
+  maxNumBatchedTokens?: number | undefined;
   trackOutputBlocks?: boolean;
   overloadHoldMs?: number;
   /** Reported as heartbeat_ms; default DEFAULT_LOAD_HEARTBEAT_MS. */
   heartbeatMs?: number;
   /** Initial model (--served-model-name); default null until setModel(). */
-  model?: string;
+  model?: string | undefined;
   /** Initial grpc_address; default '' until setGrpcAddress(). */
   grpcAddress?: string;
   now?: () => number;
@@ -60,8 +60,8 @@ export interface AdmissionState {
   engineRequest: number;
   requestQueue: number;
   /** Undefined when admission is off. */
-  limit?: number;
-  queueLimit?: number;
+  limit?: number | undefined;
+  queueLimit?: number | undefined;
 }
 
 export interface CallLoad {

@@ -45,7 +45,10 @@ export function registerEngineCommand(program: Command, io: CommandIo = processI
     let options: EngineOptions;
     try {
       const values: EngineCliValues = {};
-      for (const key of Object.keys(ENGINE_FLAGS) as (keyof EngineOptions)[]) values[key] = raw[key];
+      for (const key of Object.keys(ENGINE_FLAGS) as (keyof EngineOptions)[]) {
+        const value = raw[key];
+        if (value !== undefined) values[key] = value;
+      }
       options = engineOptionsFromCli(values);
     } catch (error) {
       if (!(error instanceof ConfigError)) throw error;

@@ -36,7 +36,8 @@ export interface LoadProgress {
 }
 
 export interface LoadHooks {
-  onProgress?(progress: LoadProgress): void;
+  /** Undefined: no progress reports (--quiet). */
+  onProgress?: ((progress: LoadProgress) => void) | undefined;
   /** Aborting stops at once: nothing new starts and in-flight calls are cancelled. */
   signal?: AbortSignal;
 }
@@ -137,11 +138,12 @@ export async function runLoad(input: Partial<LoadOptions>, hooks: LoadHooks = {}
 
   let lastTokens = 0;
   let lastReportAt = startedAt;
-  const progressTimer = hooks.onProgress
+  const { onProgress } = hooks;
+  const progressTimer = onProgress
     ? setInterval(() => {
         const now = performance.now();
         const elapsedS = (now - startedAt) / 1000;
-        hooks.onProgress!({
+        onProgress({
           fraction: Math.min(1, Math.max(options.durationS ? elapsedS / options.durationS : 0, options.count ? issued / options.count : 0)),
           elapsed_s: elapsedS,
           sent: recorder.sent,

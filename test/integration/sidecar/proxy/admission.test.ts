@@ -19,7 +19,7 @@ const EMPTY = new Uint8Array(0);
 function hold(
   client: TestEngineClient,
   tag: string,
-  options: { deadlineMs?: number; onCall?: (call: grpc.ClientUnaryCall) => void } = {},
+  options: { deadlineMs?: number | undefined; onCall?: (call: grpc.ClientUnaryCall) => void } = {},
 ): Promise<UnaryOutcome<EchoReply>> {
   const metadata = new grpc.Metadata();
   metadata.set('x-tag', tag);

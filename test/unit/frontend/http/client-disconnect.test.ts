@@ -18,8 +18,8 @@ async function listen(): Promise<number> {
 }
 
 /** Sends a chat request; resolves with the request and everything received so far (kept up to date). */
-function send(port: number, body: Record<string, unknown>): { received: { text: string; status?: number } } {
-  const received: { text: string; status?: number } = { text: '' };
+function send(port: number, body: Record<string, unknown>): { received: { text: string; status?: number | undefined } } {
+  const received: { text: string; status?: number | undefined } = { text: '' };
   const payload = JSON.stringify({ model: 'm1', messages: [{ role: 'user', content: 'hi' }], ...body });
   client = httpRequest({ host: '127.0.0.1', port, method: 'POST', path: '/v1/chat/completions', headers: { 'content-type': 'application/json' } }, (res) => {
     received.status = res.statusCode;

@@ -34,7 +34,7 @@ describe('GrpcFrameReader', () => {
   it('returns a view, not a copy, when a message lies in one chunk', () => {
     const chunk = frame('zero-copy');
     const [f] = new GrpcFrameReader().push(chunk);
-    expect(f!.kind === 'message' && f.payload.buffer === chunk.buffer).toBe(true);
+    expect(f?.kind === 'message' && f.payload.buffer === chunk.buffer).toBe(true);
   });
 
   it('skips compressed messages without decoding and keeps framing', () => {
