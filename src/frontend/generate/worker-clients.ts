@@ -10,10 +10,11 @@ import type { GenerateRequestMessage, GenerateResponseMessage } from '../../prot
 import { vllmEngineService } from '../../protocol/engine/engine-proto.js';
 import { DP_RANK_HEADER } from '../../protocol/load-event.js';
 import type { RouteTarget } from '../routing/contracts.js';
+import type { GrpcStatus } from '../../protocol/grpc/status.js';
 
 /** How a call ends: grpc-js's status (code 0 = OK). */
 export interface CallStatus {
-  readonly code: number;
+  readonly code: GrpcStatus;
   readonly details: string;
 }
 

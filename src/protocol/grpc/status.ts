@@ -27,8 +27,13 @@ export function statusName(code: number): string {
   return GrpcStatus[code] ?? String(code);
 }
 
+/** A status code from elsewhere (grpc-js's own enum, a number off the wire) under these names; unknown codes keep their number. */
+export function asGrpcStatus(code: number): GrpcStatus {
+  return code;
+}
+
 /** Parses a `grpc-status` header value; anything that is not a small non-negative integer is UNKNOWN. */
-export function parseStatus(value: string | string[] | undefined): number {
+export function parseStatus(value: string | string[] | undefined): GrpcStatus {
   if (typeof value !== 'string') return GrpcStatus.UNKNOWN;
   const code = Number(value);
   return Number.isInteger(code) && code >= 0 && code <= 0xffff ? code : GrpcStatus.UNKNOWN;

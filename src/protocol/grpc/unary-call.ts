@@ -10,7 +10,7 @@ import { frameMessage, readSingleMessage } from './framing.js';
 import { GrpcStatus, decodeGrpcMessage, parseStatus } from './status.js';
 
 export interface UnaryOutcome {
-  readonly status: number;
+  readonly status: GrpcStatus;
   readonly message: string;
   /** The response message's payload, when the call ended OK. */
   readonly body?: Buffer;

@@ -6,6 +6,7 @@ import * as grpc from '@grpc/grpc-js';
 import type { GenerateRequestMessage, GenerateResponseMessage } from '../../protocol/engine/engine-proto.js';
 import type { AttemptOutcome, LoadRecorder } from './stats.js';
 import { readPushback } from './retry.js';
+import { asGrpcStatus } from '../../protocol/grpc/status.js';
 
 export interface AttemptResult {
   readonly outcome: AttemptOutcome;
@@ -53,7 +54,7 @@ export function startAttempt(client: grpc.Client, request: GenerateRequestMessag
   const done = new Promise<AttemptResult>((resolve) => {
     call.on('status', (status: grpc.StatusObject) => {
       if (status.code !== grpc.status.OK) {
-        resolve({ outcome: { kind: 'failed', code: status.code }, pushback: readPushback(status.metadata) });
+        resolve({ outcome: { kind: 'failed', code: asGrpcStatus(status.code) }, pushback: readPushback(status.metadata) });
       } else if (sawComplete) {
         resolve({ outcome: { kind: 'completed' }, pushback: undefined });
       } else {

@@ -41,7 +41,7 @@ export interface LoadSummary {
 
 export type AttemptOutcome =
   | { readonly kind: 'completed' }
-  | { readonly kind: 'failed'; readonly code: number }
+  | { readonly kind: 'failed'; readonly code: GrpcStatus }
   /** The call ended OK but without a `complete` message; `label` names why. */
   | { readonly kind: 'bad-response'; readonly label: 'GENERATE_ERROR' | 'NO_COMPLETE' }
   /** An HTTP overload status (529, or one given by --overload-status). */

@@ -6,6 +6,7 @@
  * back to 0, a normal gRPC call works, and the engine never held more than N calls at once.
  * A case that kills the sidecar fails there with the exit code, and the next case starts a new one.
  */
+import * as grpc from '@grpc/grpc-js';
 import { loadSync, type MessageTypeDefinition } from '@grpc/proto-loader';
 import { createServer as createNetServer, connect as netConnect, type Server as NetServer, type Socket } from 'node:net';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
@@ -509,7 +510,7 @@ describe('hostile clients (N=4, Q=2)', () => {
     try {
       const outcomes = [];
       for (let i = 0; i < 10; i++) outcomes.push(await unary(client, 'Unary', { payload: Buffer.from('after') }, { deadlineMs: 10_000 }));
-      expect(outcomes.filter((o) => o.code !== OK).map((o) => o.details), 'normal calls right after the attack').toEqual([]);
+      expect(outcomes.filter((o) => o.code !== grpc.status.OK).map((o) => o.details), 'normal calls right after the attack').toEqual([]);
     } finally {
       client.close();
     }
