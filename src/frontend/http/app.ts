@@ -37,11 +37,12 @@ export interface FrontendAppOptions {
   readonly sseHeartbeatMs?: number;
 }
 
+/** Plain functions, not methods: the app passes them on detached from the clock. */
 export interface FrontendClock {
   /** Wall clock, ms since the epoch: `created` fields. */
-  now(): number;
+  readonly now: () => number;
   /** Monotonic ms: request durations, TTFT, ITL. */
-  monotonic(): number;
+  readonly monotonic: () => number;
 }
 
 export interface FrontendAppDeps {

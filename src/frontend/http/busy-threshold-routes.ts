@@ -27,7 +27,7 @@ class AdminError extends Error {
   }
 }
 
-export async function busyThresholdRoutes(app: FastifyInstance, deps: BusyThresholdDeps): Promise<void> {
+export function busyThresholdRoutes(app: FastifyInstance, deps: BusyThresholdDeps, done: (err?: Error) => void): void {
   const { router, thresholds } = deps;
   const entry = (model: string, values: Thresholds = thresholds.get(model)) => ({
     model,
@@ -47,9 +47,9 @@ export async function busyThresholdRoutes(app: FastifyInstance, deps: BusyThresh
     return reply.code(status).send({ error: status === 500 ? 'Internal server error' : error.message });
   });
 
-  app.get('/busy_threshold', async () => ({ thresholds: router.models().map((model) => entry(model)) }));
+  app.get('/busy_threshold', () => ({ thresholds: router.models().map((model) => entry(model)) }));
 
-  app.post('/busy_threshold', async (request: FastifyRequest, reply: FastifyReply) => {
+  app.post('/busy_threshold', (request: FastifyRequest, reply: FastifyReply) => {
     if (!isJson(request.headers['content-type'])) {
       return reply.code(415).send({ error: "Expected request with `Content-Type: application/json`" });
     }
@@ -59,7 +59,7 @@ export async function busyThresholdRoutes(app: FastifyInstance, deps: BusyThresh
     return entry(model, thresholds.update(model, changes));
   });
 
-  app.delete('/busy_threshold', async (request: FastifyRequest) => {
+  app.delete('/busy_threshold', (request: FastifyRequest) => {
     const query = request.query as Record<string, unknown>;
     const model = query['model'];
     const check = query['check'];
@@ -70,6 +70,7 @@ export async function busyThresholdRoutes(app: FastifyInstance, deps: BusyThresh
     requireDiscovered(model, 'changed');
     return entry(model, thresholds.disable(model, check as BusyCheck));
   });
+  done();
 }
 
 function isJson(contentType: string | undefined): boolean {

@@ -16,10 +16,10 @@ export interface HealthDeps {
   ready(): Readiness;
 }
 
-export async function healthRoutes(app: FastifyInstance, deps: HealthDeps): Promise<void> {
-  app.get('/live', async () => ({ status: 'live' }));
+export function healthRoutes(app: FastifyInstance, deps: HealthDeps, done: (err?: Error) => void): void {
+  app.get('/live', () => ({ status: 'live' }));
 
-  app.get('/ready', async (_request, reply) => {
+  app.get('/ready', (_request, reply) => {
     const state = deps.ready();
     if (state.ready) return { status: 'ready' };
     return reply.code(503).send({ status: 'not ready', reason: state.reason ?? 'not ready' });
@@ -29,4 +29,5 @@ export async function healthRoutes(app: FastifyInstance, deps: HealthDeps): Prom
     const text = await deps.registry.metrics();
     return reply.type(deps.registry.contentType).send(text);
   });
+  done();
 }

@@ -47,7 +47,7 @@ interface RequestState {
 
 const ENDPOINTS: Readonly<Record<string, Endpoint>> = { '/v1/completions': 'completions', '/v1/chat/completions': 'chat_completions' };
 
-export async function openAiRoutes(app: FastifyInstance, deps: OpenAiRouteDeps): Promise<void> {
+export function openAiRoutes(app: FastifyInstance, deps: OpenAiRouteDeps, done: (err?: Error) => void): void {
   const states = new WeakMap<FastifyRequest, RequestState>();
   const errorOptions = { overloadStatus: deps.overloadStatus };
 
@@ -83,7 +83,7 @@ export async function openAiRoutes(app: FastifyInstance, deps: OpenAiRouteDeps):
     return reply.code(status).type('application/json').send(body);
   });
 
-  app.get('/v1/models', async () => ({
+  app.get('/v1/models', () => ({
     object: 'list',
     data: deps.router.models().map((id) => ({ id, object: 'model', created: deps.modelsCreated, owned_by: 'dynamo-sidecar' })),
   }));
@@ -94,6 +94,7 @@ export async function openAiRoutes(app: FastifyInstance, deps: OpenAiRouteDeps):
   app.post<{ Body: CompletionsBody }>('/v1/completions', { schema: { body: COMPLETIONS_BODY }, sse: 'manual' }, async (request, reply) =>
     answer(request, reply, completionsJob(request.body, deps.tokenizer)),
   );
+  done();
 
   async function answer(request: FastifyRequest, reply: FastifyReply, job: CompletionJob): Promise<object | undefined> {
     const { record, abort } = states.get(request)!;
