@@ -9,8 +9,19 @@
  */
 import { readFile, stat } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
-import { Tokenizer } from '@huggingface/tokenizers';
+import { Tokenizer as UntypedTokenizer } from '@huggingface/tokenizers';
 import type { PromptTokenizer, TokenDecoder } from './prompt-tokenizer.js';
+
+/**
+ * The part of the package's Tokenizer used here (types/core/Tokenizer.d.ts). Its published
+ * types do not resolve under NodeNext (extensionless re-exports in an ESM package), so the
+ * import arrives untyped; this states what we rely on.
+ */
+interface HfTokenizer {
+  encode(text: string): { ids: number[] };
+  decode(ids: number[], options: { skip_special_tokens?: boolean; clean_up_tokenization_spaces?: boolean | null }): string;
+}
+const Tokenizer = UntypedTokenizer as new (tokenizer: object, config: object) => HfTokenizer;
 
 export class TokenizerLoadError extends Error {
   constructor(
@@ -33,9 +44,9 @@ export async function loadHuggingFaceTokenizer(path: string): Promise<PromptToke
   if (typeof json !== 'object' || json === null || typeof (json as { model?: unknown }).model !== 'object') {
     throw new TokenizerLoadError(file, 'not a tokenizer.json (no "model" object)');
   }
-  let tokenizer: Tokenizer;
+  let tokenizer: HfTokenizer;
   try {
-    tokenizer = new Tokenizer(json, config as object);
+    tokenizer = new Tokenizer(json, config);
     tokenizer.encode('probe');
   } catch (error) {
     throw new TokenizerLoadError(file, `invalid tokenizer: ${error instanceof Error ? error.message : String(error)}`);
