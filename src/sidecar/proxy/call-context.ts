@@ -25,7 +25,12 @@ export interface CallObserver {
 
 /** What a call needs of any HTTP/2 stream: listeners, flow control and its closing state. */
 interface CallStream {
-  on(event: string, listener: (...args: any[]) => void): unknown;
+  /** The events a call listens to, with node's listener arguments ('response', 'trailers': the engine's side; 'wantTrailers': the client's). */
+  on(event: 'data', listener: (chunk: Buffer) => void): unknown;
+  on(event: 'error', listener: (err: Error) => void): unknown;
+  on(event: 'end' | 'close' | 'aborted' | 'drain' | 'wantTrailers', listener: () => void): unknown;
+  on(event: 'response', listener: (headers: IncomingHttpHeaders, flags: number) => void): unknown;
+  on(event: 'trailers', listener: (trailers: IncomingHttpHeaders) => void): unknown;
   write(chunk: Buffer): boolean;
   end(): unknown;
   close(code?: number): void;
