@@ -32,7 +32,7 @@ export function buildProgram(io: CommandIo): Command {
 
 export async function main(argv: readonly string[], io: CommandIo = processIo): Promise<void> {
   try {
-    await buildProgram(io).parseAsync(argv as string[], { from: 'user' });
+    await buildProgram(io).parseAsync(argv, { from: 'user' });
   } catch (err) {
     // Commander errors have been printed and turned into an exit code by applyUsageExit.
     if ((err as { code?: string }).code?.startsWith('commander.')) return;

@@ -29,6 +29,6 @@ export function fakeIo(tty = false): FakeIo {
     exit: (code: number) => {
       exits.push(code);
     },
-    signals: emitter as unknown as FakeIo['signals'],
+    signals: emitter,
   };
 }

@@ -17,7 +17,7 @@ type GenerateCall = grpc.ServerWritableStream<GenerateRequestMessage, GenerateRe
 
 /** The project's GrpcStatus and grpc-js's Status share numbering; this is the one place they meet. */
 function grpcCode(code: GrpcStatus): grpc.status {
-  return code as number as grpc.status;
+  return code as number;
 }
 
 interface ActiveCall {

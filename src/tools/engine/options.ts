@@ -165,7 +165,7 @@ export function engineOptionsFromCli(values: EngineCliValues): EngineOptions {
     const trimmed = raw.trim();
     const value = trimmed === '' ? Number.NaN : Number(trimmed);
     if (Number.isNaN(value)) {
-      errors.push(new OptionError(ENGINE_FLAGS[key], `${describe(RULES[key as NumericKey])}, got '${raw}'`));
+      errors.push(new OptionError(ENGINE_FLAGS[key], `${describe(RULES[key])}, got '${raw}'`));
       continue;
     }
     overrides[key] = value;
@@ -173,7 +173,7 @@ export function engineOptionsFromCli(values: EngineCliValues): EngineOptions {
   // Unparsable flags were left out above, so resolving still reports every other bad value.
   let options: EngineOptions | undefined;
   try {
-    options = resolveEngineOptions(overrides as Partial<EngineOptions>);
+    options = resolveEngineOptions(overrides);
   } catch (error) {
     if (!(error instanceof ConfigError)) throw error;
     errors.push(...error.errors);

@@ -251,7 +251,7 @@ export function loadOptionsFromCli(values: LoadCliValues): LoadOptions {
   }
   let options: LoadOptions | undefined;
   try {
-    options = resolveLoadOptions(out as Partial<LoadOptions>);
+    options = resolveLoadOptions(out);
   } catch (error) {
     if (!(error instanceof ConfigError)) throw error;
     // A flag already refused as unparsable is not reported again for its (absent) value.

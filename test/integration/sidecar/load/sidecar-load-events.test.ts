@@ -173,7 +173,7 @@ function expectWellFormed(e: LoadEvent): void {
     expect(Number.isInteger(e[k]) && e[k] >= 0, `${k}=${e[k]}`).toBe(true);
   }
   for (const k of ['kv_used_blocks', 'kv_total_blocks', 'max_num_batched_tokens', 'engine_request_limit'] as const) {
-    expect(e[k] === null || (Number.isInteger(e[k]) && e[k]! >= 0), `${k}=${e[k]}`).toBe(true);
+    expect(e[k] === null || (Number.isInteger(e[k]) && e[k] >= 0), `${k}=${e[k]}`).toBe(true);
   }
   expect(typeof e.overloaded).toBe('boolean');
   expect(typeof e.draining).toBe('boolean');

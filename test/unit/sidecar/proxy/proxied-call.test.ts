@@ -10,7 +10,7 @@ import { mulberry32 } from '../../../../src/platform/prng.js';
 import { MAX_TIMER_MS } from '../../../../src/protocol/grpc/deadline.js';
 import { GrpcStatus } from '../../../../src/protocol/grpc/status.js';
 import { silentLogger } from '../../../../src/platform/log.js';
-import type { CallContext, CallMetrics, DispatchTurn, DownstreamStream } from '../../../../src/sidecar/proxy/call-context.js';
+import type { CallContext, CallMetrics, DispatchTurn } from '../../../../src/sidecar/proxy/call-context.js';
 import { overloadResponse } from '../../../../src/sidecar/proxy/call-error.js';
 import { ENGINE_UNAVAILABLE_MESSAGE, ProxiedCall, type CallPhase, type OpenCall } from '../../../../src/sidecar/proxy/proxied-call.js';
 import { FakeConnector, FakeDownstream, errorWithCode, fakeClock, type FakeUpstream } from '../../../support/fake-call-streams.js';
@@ -103,7 +103,7 @@ function harness(options: { queued?: boolean; deadlineMs?: number | null; header
   const down = new FakeDownstream();
   const headers: IncomingHttpHeaders = options.headers ?? { ':method': 'POST', ':path': '/pkg.Svc/Method', 'content-type': 'application/grpc', te: 'trailers' };
   const deadlineMs = options.deadlineMs === undefined ? DEADLINE_MS : options.deadlineMs;
-  const call = new ProxiedCall(ctx, down as unknown as DownstreamStream, headers, deadlineMs === null ? undefined : clock.now() + deadlineMs, openCalls);
+  const call = new ProxiedCall(ctx, down, headers, deadlineMs === null ? undefined : clock.now() + deadlineMs, openCalls);
   const h: Harness = {
     call,
     down,
