@@ -90,7 +90,7 @@ async function main(): Promise<number> {
     try {
       results.push(await SCENARIOS[id]!(ctx));
     } catch (err) {
-      ctx.log(`bench: scenario ${id} failed: ${(err as Error).stack ?? err}`);
+      ctx.log(`bench: scenario ${id} failed: ${(err instanceof Error ? err.stack : undefined) ?? String(err)}`);
       results.push({ id, title: id, method: [], metrics: [], rows: [], ratios: [], errors: [(err as Error).message] });
     }
     ctx.log(`bench: scenario ${id} took ${((Date.now() - t0) / 1000).toFixed(1)} s`);

@@ -3,7 +3,7 @@
  * records for each call how long until it was answered and how: OK (grpc-status 0), rejected
  * (grpc-status 8 RESOURCE_EXHAUSTED, or HTTP 503 from HAProxy/nginx), or other.
  */
-import { constants, type ClientHttp2Stream } from 'node:http2';
+import { constants, type ClientHttp2Stream, type IncomingHttpHeaders } from 'node:http2';
 import { frameMessage } from '../../src/protocol/grpc/framing.js';
 import { distribution, Reservoir } from '../lib/stats.js';
 import { emit, exitAfter, grpcHeaders, nowNs, openSessions, readParams } from './common.js';
@@ -60,7 +60,7 @@ function send(i: number): void {
     if (status !== 200) return finish(`http-${status}`);
     if (h['grpc-status'] !== undefined) finish(`grpc-${h['grpc-status'] as string}`);
   });
-  req.on('trailers', (t) => finish(`grpc-${t['grpc-status'] as string}`));
+  req.on('trailers', (t: IncomingHttpHeaders) => finish(`grpc-${t['grpc-status'] as string}`));
   req.on('data', () => {});
   req.on('error', () => {});
   req.on('close', () => {

@@ -4,7 +4,7 @@
  * client receive time - engine send time (both CLOCK_MONOTONIC). Only messages received inside
  * the measurement window count; at its end every open call is cancelled.
  */
-import { constants } from 'node:http2';
+import { constants, type IncomingHttpHeaders } from 'node:http2';
 import { frameMessage } from '../../src/protocol/grpc/framing.js';
 import { GrpcFrameReader } from '../../src/protocol/grpc/grpc-frames.js';
 import { tokenTimestampNs } from '../lib/grpc-frame.js';
@@ -60,7 +60,7 @@ function startCall(slot: number): void {
     latencies.add(Number(now - tokenTimestampNs(Buffer.from(message.buffer, message.byteOffset, message.byteLength))) / 1000);
   };
   req.on('response', (h) => (status = h['grpc-status'] as string | undefined));
-  req.on('trailers', (t) => (status = t['grpc-status'] as string | undefined));
+  req.on('trailers', (t: IncomingHttpHeaders) => (status = t['grpc-status'] as string | undefined));
   req.on('data', (chunk: Buffer) => {
     for (const f of reader.push(chunk)) if (f.kind === 'message') onMessage(f.payload);
   });

@@ -10,8 +10,8 @@ function tool(cmd: string, args: string[], re: RegExp): string | null {
     return re.exec(out)?.[1] ?? out.trim().split('\n')[0] ?? null;
   } catch (err) {
     // nginx -v prints to stderr
-    const stderr = String((err as { stderr?: unknown }).stderr ?? '');
-    return re.exec(stderr)?.[1] ?? null;
+    const stderr = (err as { stderr?: unknown }).stderr;
+    return typeof stderr === 'string' ? (re.exec(stderr)?.[1] ?? null) : null;
   }
 }
 

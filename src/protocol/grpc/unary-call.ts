@@ -43,7 +43,7 @@ export async function unaryCall(open: OpenStream, path: string, request: Uint8Ar
   stream.on('error', () => {}); // seen through the read below
   let grpcStatus: string | undefined;
   let grpcMessage = '';
-  let httpStatus: unknown;
+  let httpStatus: number | undefined;
   const readStatus = (headers: Record<string, unknown>): void => {
     const status = headers['grpc-status'];
     if (typeof status !== 'string') return;

@@ -92,7 +92,8 @@ async function readStream(response: Response, spec: HttpAttemptSpec, clock: Toke
     if (total !== undefined) usage = total;
     return undefined;
   };
-  const reader = response.body!.getReader();
+  // undici types the body ReadableStream<any>; fetch's body streams bytes.
+  const reader = (response.body! as ReadableStream<Uint8Array>).getReader();
   let finished = false;
   try {
     for (;;) {

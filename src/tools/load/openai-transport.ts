@@ -38,8 +38,8 @@ export async function firstModel(base: string, signal?: AbortSignal): Promise<st
   } catch (err) {
     if (signal?.aborted) throw new LoadSetupError(`stopped while listing models at ${url}`);
     const cause = (err as { cause?: { code?: unknown; message?: unknown } }).cause;
-    const why = cause?.code ?? cause?.message ?? (err as Error).message;
-    throw new LoadSetupError(`cannot list models at ${url}: ${String(why)}; is the server up? (or name one with --model)`);
+    const why = typeof cause?.code === 'string' ? cause.code : typeof cause?.message === 'string' ? cause.message : (err as Error).message;
+    throw new LoadSetupError(`cannot list models at ${url}: ${why}; is the server up? (or name one with --model)`);
   }
   const text = await response.text().catch(() => '');
   if (response.status !== 200) throw new LoadSetupError(`GET ${url} answered HTTP ${response.status}; name the model with --model`);
