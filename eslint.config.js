@@ -10,6 +10,12 @@ export default tseslint.config(
   ...tseslint.configs.recommendedTypeChecked,
   {
     languageOptions: { parserOptions: { project: ['./test/tsconfig.json'], tsconfigRootDir: import.meta.dirname } },
+    rules: {
+      // A `let` read by a closure before its one assignment (a handle a callback may cancel) must stay a `let`: as a const it would be in its TDZ.
+      'prefer-const': ['error', { ignoreReadBeforeAssign: true }],
+      // TypeScript's convention (noUnusedParameters): a leading underscore marks a deliberately unused name; rest siblings omit properties.
+      '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_', ignoreRestSiblings: true }],
+    },
   },
   {
     files: ['test/**/*.ts'],

@@ -52,14 +52,13 @@ describe('LoadPublisher across broker outages', () => {
     const tracker = new LoadTracker({ workerId: 5 });
     const calls: { payload: string; connected: boolean }[] = [];
     const { logger, msgs } = messages();
-    let p: LoadPublisher | undefined;
-    p = new LoadPublisher({ servers: nats.url, subject, source: tracker, logger, heartbeatMs: 50, reconnectTimeWaitMs: 100, reconnectJitterMs: 20, connect: spyingConnect(calls, () => p!.connected) });
-    cleanups.push(() => p!.close());
+    const p: LoadPublisher = new LoadPublisher({ servers: nats.url, subject, source: tracker, logger, heartbeatMs: 50, reconnectTimeWaitMs: 100, reconnectJitterMs: 20, connect: spyingConnect(calls, () => p.connected) });
+    cleanups.push(() => p.close());
     p.start();
     await waitFor(() => got.length >= 2, 'two heartbeats reaching the subscriber');
 
     await nats.stop();
-    await waitFor(() => !p!.connected, 'the publisher to see the broker gone');
+    await waitFor(() => !p.connected, 'the publisher to see the broker gone');
     const before = calls.length;
     const failuresBefore = p.stats.failures;
     const call = tracker.callStarted(0, 123); // state changes while the broker is gone
@@ -69,7 +68,7 @@ describe('LoadPublisher across broker outages', () => {
     expect(p.stats.failures).toBeGreaterThan(failuresBefore);
 
     await nats.restart();
-    await waitFor(() => p!.connected, 'the publisher to reconnect');
+    await waitFor(() => p.connected, 'the publisher to reconnect');
     expect(calls.length).toBeGreaterThan(before);
     expect(JSON.parse(calls[before]!.payload)).toMatchObject({ active_prefill_tokens: 123, draining: true });
     expect(calls.every((c) => c.connected)).toBe(true);
@@ -110,9 +109,9 @@ describe('LoadPublisher across broker outages', () => {
         logger: messages().logger,
         reconnectTimeWaitMs: 50,
         reconnectJitterMs: 0,
-        connect: async () => {
+        connect: () => {
           attempts[who]++;
-          throw new Error('connection refused');
+          return Promise.reject(new Error('connection refused'));
         },
       });
     const p = make('closed');
