@@ -15,6 +15,8 @@ export default tseslint.config(
       'prefer-const': ['error', { ignoreReadBeforeAssign: true }],
       // TypeScript's convention (noUnusedParameters): a leading underscore marks a deliberately unused name; rest siblings omit properties.
       '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_', ignoreRestSiblings: true }],
+      // Control characters are matched on purpose here (config values that must not contain them, ANSI escapes in CLI output).
+      'no-control-regex': 'off',
     },
   },
   {
@@ -22,5 +24,6 @@ export default tseslint.config(
     plugins: { vitest },
     rules: { 'vitest/no-focused-tests': 'error', 'vitest/no-disabled-tests': 'error' },
   },
-  { files: ['eslint.config.js'], ...tseslint.configs.disableTypeChecked },
+  { files: ['eslint.config.js', '.dependency-cruiser.cjs'], ...tseslint.configs.disableTypeChecked },
+  { files: ['**/*.cjs'], languageOptions: { sourceType: 'commonjs', globals: { module: 'writable', require: 'readonly' } } },
 );
