@@ -69,7 +69,7 @@ const HUFFMAN_LENGTHS = [
 /** [code, length] per symbol, rebuilt from the canonical lengths. */
 export const huffmanCode: readonly (readonly [number, number])[] = (() => {
   const symbols = HUFFMAN_LENGTHS.map((length, symbol) => ({ length, symbol })).sort((a, b) => a.length - b.length || a.symbol - b.symbol);
-  const codes: [number, number][] = new Array(HUFFMAN_LENGTHS.length);
+  const codes = new Array<[number, number]>(HUFFMAN_LENGTHS.length);
   let code = 0;
   let length = symbols[0]!.length;
   for (const entry of symbols) {

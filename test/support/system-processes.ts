@@ -107,7 +107,7 @@ export class SystemUnderTest {
       model: started.match[3]!,
       stop: async () => void (await started.stop('SIGKILL')),
     };
-    this.stops.push(engine.stop);
+    this.stops.push(() => engine.stop());
     return engine;
   }
 

@@ -5,6 +5,7 @@
 import { fileURLToPath } from 'node:url';
 import * as grpc from '@grpc/grpc-js';
 import * as protoLoader from '@grpc/proto-loader';
+import type { GenerateResponseMessage } from '../../src/protocol/engine/engine-proto.js';
 
 const PROTO_ROOT = fileURLToPath(new URL('../../proto/', import.meta.url));
 const OPTIONS: protoLoader.Options = { keepCase: true, longs: String, enums: String, defaults: true, oneofs: true, includeDirs: [PROTO_ROOT] };
@@ -35,7 +36,7 @@ export function unary<T = Record<string, unknown>>(client: grpc.Client, method: 
 }
 
 export interface GenerateOutcome {
-  messages: Record<string, any>[];
+  messages: GenerateResponseMessage[];
   code: grpc.status;
   details: string;
 }
@@ -43,8 +44,8 @@ export interface GenerateOutcome {
 /** Runs one Generate call to its end and collects every message plus the final status. */
 export function generate(client: grpc.Client, request: unknown, callOptions: grpc.CallOptions = {}): Promise<GenerateOutcome> {
   const call = startGenerate(client, request, callOptions);
-  const messages: Record<string, any>[] = [];
-  call.on('data', (m: Record<string, any>) => messages.push(m));
+  const messages: GenerateResponseMessage[] = [];
+  call.on('data', (m: GenerateResponseMessage) => messages.push(m));
   return new Promise((resolve) => {
     // 'status' always fires once, after the last 'data', for success and failure alike.
     call.on('error', () => {});

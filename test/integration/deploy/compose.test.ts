@@ -73,7 +73,7 @@ describe('docker-compose.yml', () => {
     await waitFor(async () => (await sidecar.get('/ready')).status === 200, 'ready');
     await waitFor(async () => (await sidecar.metric('dynamo_sidecar_nats_connected')) === 1, 'connected to NATS');
     await waitFor(async () => (await sidecar.metric('dynamo_component_total_blocks', 'dp_rank="0"')) === 2048, 'the engine scrape');
-    const load = JSON.parse((await sidecar.get('/load')).body);
+    const load = JSON.parse((await sidecar.get('/load')).body) as { subject: string };
     expect(load.subject).toBe('namespace.dynamo.component.backend.endpoint.generate.kv_metrics');
   });
 });

@@ -13,7 +13,7 @@ import { waitFor } from '../../support/wait.js';
 
 let server: grpc.Server | undefined;
 let source: PushLoadSource | undefined;
-afterEach(async () => {
+afterEach(() => {
   source?.close();
   server?.forceShutdown();
 });

@@ -128,7 +128,7 @@ describe('the frontend over real sidecars', () => {
     const abort = new AbortController();
     const res = await chat({ stream: true, max_tokens: 4000 }, abort.signal);
     expect(res.status).toBe(200);
-    const reader = res.body!.getReader();
+    const reader = (res.body! as ReadableStream<Uint8Array>).getReader();
     let text = '';
     while ((text.match(/"content":"[^"]/gu) ?? []).length < 3) text += new TextDecoder().decode((await reader.read()).value);
     const sidecar = workers[0]!.sidecar;

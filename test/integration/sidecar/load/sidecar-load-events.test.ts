@@ -9,6 +9,7 @@ import { isDeepStrictEqual } from 'node:util';
 import * as grpc from '@grpc/grpc-js';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import type { GenerateResponseMessage } from '../../../../src/protocol/engine/engine-proto.js';
 import { startSimulatedEngine, type EngineOptions, type RunningEngine } from '../../../../src/tools/engine/index.js';
 import type { LoadEvent } from '../../../../src/protocol/load-event.js';
 import { loadSubject } from '../../../../src/protocol/load-event.js';
@@ -45,7 +46,7 @@ const median = (values: number[]): number => {
 };
 
 // Everything a test starts is stopped after it, last started first, even when it fails.
-const cleanups: (() => Promise<unknown> | unknown)[] = [];
+const cleanups: (() => unknown)[] = [];
 afterEach(async () => {
   for (const c of cleanups.splice(0).reverse()) await Promise.resolve().then(c).catch(() => undefined);
 });
@@ -113,12 +114,12 @@ interface HeldCall {
 
 /** Starts a streaming Generate call and keeps it open until it ends or cancel(). */
 function startCall(c: grpc.Client, promptTokens: number, maxTokens: number): HeldCall {
-  const fn = (c as unknown as Record<string, (r: unknown, m: grpc.Metadata) => grpc.ClientReadableStream<Record<string, any>>>)['Generate']!;
+  const fn = (c as unknown as Record<string, (r: unknown, m: grpc.Metadata) => grpc.ClientReadableStream<GenerateResponseMessage>>)['Generate']!;
   const call = fn.call(c, request(promptTokens, maxTokens), new grpc.Metadata());
   let resolveFirst!: (at: number) => void;
   const firstToken = new Promise<number>((r) => (resolveFirst = r));
-  call.on('data', (m: Record<string, any>) => {
-    if (m['chunk'] && m['chunk'].token_ids.length > 0) resolveFirst(Date.now());
+  call.on('data', (m: GenerateResponseMessage) => {
+    if (m.chunk && m.chunk.token_ids.length > 0) resolveFirst(Date.now());
   });
   call.on('error', () => {});
   const done = new Promise<grpc.status>((r) => call.on('status', (s: grpc.StatusObject) => r(s.code)));
@@ -141,10 +142,16 @@ async function engineKvUsedBlocks(e: RunningEngine): Promise<{ used: number; tot
   return { used: Math.round(perc * total), total };
 }
 
-async function loadState(s: SidecarProcess): Promise<{ subject: string; upstream_reachable: boolean; ranks: LoadEvent[] }> {
+interface LoadState {
+  subject: string;
+  upstream_reachable: boolean;
+  ranks: LoadEvent[];
+}
+
+async function loadState(s: SidecarProcess): Promise<LoadState> {
   const res = await s.get('/load');
   expect(res.status).toBe(200);
-  return JSON.parse(res.body);
+  return JSON.parse(res.body) as LoadState;
 }
 
 /** Runs `promtool check metrics` on a /metrics body; resolves with its exit code and output. */

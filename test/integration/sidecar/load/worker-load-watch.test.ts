@@ -54,7 +54,7 @@ const WorkerLoad = (() => {
 })();
 
 // Everything a test starts is stopped after it, last started first, even when it fails.
-const cleanups: (() => Promise<unknown> | unknown)[] = [];
+const cleanups: (() => unknown)[] = [];
 afterEach(async () => {
   for (const c of cleanups.splice(0).reverse()) await Promise.resolve().then(c).catch(() => undefined);
 });
@@ -204,8 +204,9 @@ describe('WorkerLoad/Watch on the sidecar port (real sidecar, simulated engine, 
 
   it('demo mode learns its model from the embedded engine the same way', async () => {
     const s = await sidecar(['--status-interval-ms', '0']);
-    await waitFor(async () => JSON.parse((await s.get('/load')).body).ranks[0].model === 'simulated-model', 'the embedded engine model in /load', 10_000);
-    const rank = JSON.parse((await s.get('/load')).body).ranks[0] as LoadEvent;
+    const ranks = async (): Promise<LoadEvent[]> => (JSON.parse((await s.get('/load')).body) as { ranks: LoadEvent[] }).ranks;
+    await waitFor(async () => (await ranks())[0]?.model === 'simulated-model', 'the embedded engine model in /load', 10_000);
+    const [rank] = await ranks();
     expect(rank).toMatchObject({ grpc_address: `127.0.0.1:${s.port}`, heartbeat_ms: 1000, engine_request: 0 });
   });
 });

@@ -26,7 +26,7 @@ describe('SIGTERM', () => {
       await waitFor(() => engine.held === 1, 'the call in the engine');
       sidecar.proc.kill('SIGTERM');
       await waitFor(async () => (await sidecar.get('/ready')).status === 503, 'not ready while draining');
-      expect(JSON.parse((await sidecar.get('/ready')).body).reason).toBe('worker draining');
+      expect((JSON.parse((await sidecar.get('/ready')).body) as { reason?: string }).reason).toBe('worker draining');
       const refused = await unary(client, 'Unary', {});
       expect(refused.code).toBe(grpc.status.UNAVAILABLE);
       expect(refused.details).toBe('worker draining: not accepting new calls');

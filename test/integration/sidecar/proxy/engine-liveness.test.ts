@@ -42,7 +42,7 @@ function stateLog(log: RecordingLogger): string[] {
 function holdCall(pool: UpstreamPool): { stream: ClientHttp2Stream; trailers: () => IncomingHttpHeaders | undefined } {
   const stream = pool.request({ ':method': 'POST', ':path': `${TEST_ENGINE_PATH}/Hold`, 'content-type': 'application/grpc', te: 'trailers' });
   let trailers: IncomingHttpHeaders | undefined;
-  stream.on('trailers', (received) => (trailers = received));
+  stream.on('trailers', (received: IncomingHttpHeaders) => (trailers = received));
   stream.on('error', () => {});
   stream.resume();
   // An empty EchoRequest: zero bytes of protobuf.

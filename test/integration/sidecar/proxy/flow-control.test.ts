@@ -4,7 +4,7 @@
  */
 import * as grpc from '@grpc/grpc-js';
 import { loadSync, type MessageTypeDefinition } from '@grpc/proto-loader';
-import { constants, createServer, type Http2Server } from 'node:http2';
+import { constants, createServer, type Http2Server, type IncomingHttpHeaders } from 'node:http2';
 import { frameMessage } from '../../../../src/protocol/grpc/framing.js';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -48,7 +48,7 @@ describe('back-pressure, both ways', () => {
     expect(rssPaused - rssBefore).toBeLessThan(64 * MiB);
 
     let received = 0;
-    const trailers = new Promise<Record<string, unknown>>((resolve) => stream.on('trailers', (t) => resolve(t)));
+    const trailers = new Promise<Record<string, unknown>>((resolve) => stream.on('trailers', (t: IncomingHttpHeaders) => resolve(t)));
     stream.on('data', (chunk: Buffer) => (received += chunk.length));
     stream.resume();
     expect((await trailers)['grpc-status']).toBe('0');
@@ -92,7 +92,7 @@ describe('back-pressure, both ways', () => {
     await pump(total, 10_000);
     expect(written).toBe(total);
     stream.end();
-    const trailers = new Promise<Record<string, unknown>>((resolve) => stream.on('trailers', (t) => resolve(t)));
+    const trailers = new Promise<Record<string, unknown>>((resolve) => stream.on('trailers', (t: IncomingHttpHeaders) => resolve(t)));
     const chunks: Buffer[] = [];
     stream.on('data', (c: Buffer) => chunks.push(c));
     expect((await trailers)['grpc-status']).toBe('0');

@@ -22,7 +22,7 @@ const N = 4;
 const ADMISSION_ENV = { DYN_ENGINE_REQUEST_LIMIT: String(N), DYN_DYNAMO_REQUEST_QUEUE_LIMIT: '2' };
 const RETRYABLE_OR_CLEAN = [grpc.status.OK, grpc.status.UNAVAILABLE];
 
-const cleanups: (() => Promise<unknown> | unknown)[] = [];
+const cleanups: (() => unknown)[] = [];
 afterEach(async () => {
   for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
 });

@@ -1,8 +1,9 @@
 // A client generated from proto/vllm/engine.proto talks to the simulated engine over real gRPC.
 import type * as grpc from '@grpc/grpc-js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { GenerateCompleteMessage } from '../../../../src/protocol/engine/engine-proto.js';
 import { startSimulatedEngine, type RunningEngine } from '../../../../src/tools/engine/index.js';
-import { engineClient, generate, healthClient, startGenerate, tokens, unary } from '../../../support/vllm-client.js';
+import { engineClient, generate, healthClient, startGenerate, tokens, unary, type GenerateOutcome } from '../../../support/vllm-client.js';
 import { waitFor } from '../../../support/wait.js';
 
 let engine: RunningEngine;
@@ -15,6 +16,13 @@ beforeAll(async () => {
   health = healthClient(engine.address);
 });
 
+/** The complete message a call ended with; fails the test when there is none. */
+function completeOf(out: GenerateOutcome): GenerateCompleteMessage {
+  const complete = out.messages.at(-1)?.complete;
+  if (!complete) throw new Error(`the call ended without a complete message: ${JSON.stringify(out)}`);
+  return complete;
+}
+
 afterAll(async () => {
   client?.close();
   health?.close();
@@ -25,16 +33,16 @@ describe('Generate', () => {
   it('streams one chunk per token then a complete whose completion_tokens equals the tokens streamed', async () => {
     const out = await generate(client, { request_id: 'r1', tokenized: { input_ids: tokens(40) }, sampling_params: { max_tokens: 12 }, stream: true });
     expect(out.code).toBe(0);
-    const chunks = out.messages.filter((m) => m.response === 'chunk').map((m) => m.chunk);
-    const complete = out.messages.at(-1)!;
-    expect(complete.response).toBe('complete');
+    const chunks = out.messages.flatMap((m) => (m.response === 'chunk' && m.chunk ? [m.chunk] : []));
+    expect(out.messages.at(-1)?.response).toBe('complete');
     expect(out.messages.every((m) => m.request_id === 'r1')).toBe(true);
-    const streamed = chunks.flatMap((c) => c.token_ids as number[]);
+    const streamed = chunks.flatMap((c) => c.token_ids);
     expect(streamed).toHaveLength(12);
-    expect(complete.complete.completion_tokens).toBe(12);
-    expect(complete.complete.output_ids).toEqual(streamed);
-    expect(complete.complete.prompt_tokens).toBe(40);
-    expect(complete.complete.finish_reason).toBe('length');
+    const complete = completeOf(out);
+    expect(complete.completion_tokens).toBe(12);
+    expect(complete.output_ids).toEqual(streamed);
+    expect(complete.prompt_tokens).toBe(40);
+    expect(complete.finish_reason).toBe('length');
     // Counters in chunks are cumulative.
     expect(chunks.map((c) => c.completion_tokens)).toEqual(Array.from({ length: 12 }, (_, i) => i + 1));
   });
@@ -44,13 +52,13 @@ describe('Generate', () => {
     expect(out.code).toBe(0);
     expect(out.messages).toHaveLength(1);
     expect(out.messages[0]!.complete).toMatchObject({ prompt_tokens: 4, completion_tokens: 5, finish_reason: 'length' });
-    expect(out.messages[0]!.complete.output_ids).toHaveLength(5);
+    expect(completeOf(out).output_ids).toHaveLength(5);
   });
 
   it('generates the same token ids for the same prompt and seed, whatever the request id', async () => {
     const request = (id: string) => ({ request_id: id, tokenized: { input_ids: tokens(20, 100) }, sampling_params: { max_tokens: 8 }, stream: false });
     const [a, b] = await Promise.all([generate(client, request('x')), generate(client, request('y'))]);
-    expect(a.messages[0]!.complete.output_ids).toEqual(b.messages[0]!.complete.output_ids);
+    expect(completeOf(a).output_ids).toEqual(completeOf(b).output_ids);
   });
 
   it('clamps a missing max_tokens to --max-output-tokens', async () => {
@@ -58,7 +66,7 @@ describe('Generate', () => {
     const c = engineClient(small.address);
     try {
       const out = await generate(c, { request_id: 'r', text: 'a b', stream: false });
-      expect(out.messages[0]!.complete.completion_tokens).toBe(3);
+      expect(completeOf(out).completion_tokens).toBe(3);
     } finally {
       c.close();
       await small.close();

@@ -4,6 +4,7 @@
 import { Command } from 'commander';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { registerLoadCommand } from '../../../../src/tools/load/command.js';
+import type { LoadSummary } from '../../../../src/tools/load/stats.js';
 import { startFakeOpenAi, type FakeOpenAiServer } from '../../../support/fake-openai-server.js';
 import { fakeIo } from '../../../support/fake-io.js';
 import { runCli } from '../../../support/sidecar-process.js';
@@ -74,7 +75,7 @@ describe('bin/dynamo-sidecar load --openai', () => {
     const { code, stdout, stderr } = await runCli(['load', '--openai', `${server.url}/v1`, '--count', '10', '--concurrency', '2', '--prompt-tokens', '6', '--max-tokens', '3', '--json', '--quiet']);
     expect(stderr).toBe('');
     expect(code).toBe(0);
-    const summary = JSON.parse(stdout);
+    const summary = JSON.parse(stdout) as LoadSummary;
     expect(summary).toMatchObject({ target: `${server.url}/v1/chat/completions`, model: 'fake-model', api: 'chat', sent: 10, completed: 8, rejected: 2, errors: {}, statuses: { '200': 8, '529': 2 } });
     expect(summary.ttft_ms.p50).toBeGreaterThan(0);
     expect(server.requests.slice(first).every((r) => r.body['max_tokens'] === 3)).toBe(true);

@@ -165,7 +165,7 @@ describe('the attempt loop', () => {
     t.workers.defaultScript = streams([1], 'abort');
     const res = await completion();
     expect(res.statusCode).toBe(502);
-    expect(res.json().message).toBe('the worker aborted the request');
+    expect(res.json<{ message: string }>().message).toBe('the worker aborted the request');
   });
 
   it('answers 503 instead of looping when the router offers a worker this request already tried', async () => {

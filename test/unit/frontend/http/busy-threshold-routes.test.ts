@@ -72,7 +72,7 @@ describe('POST /busy_threshold', () => {
     expect((await post({ model: 'm1', active_decode_blocks_threshold: -0.1 })).statusCode).toBe(400);
     const frac = await post({ model: 'm1', active_prefill_tokens_threshold_frac: -1 });
     expect(frac.statusCode).toBe(400);
-    expect(frac.json().error).toMatch(/^active_prefill_tokens_threshold_frac must be a finite number >= 0, got -1$/u);
+    expect(frac.json<{ error: string }>().error).toMatch(/^active_prefill_tokens_threshold_frac must be a finite number >= 0, got -1$/u);
     const infinite = await post('{"model":"m1","active_prefill_tokens_threshold_frac":1e400}');
     expect(infinite.statusCode).toBe(400);
     expect(t.thresholds.values.size).toBe(0);
@@ -91,7 +91,7 @@ describe('POST /busy_threshold', () => {
     ]) {
       const res = await post(body);
       expect(res.statusCode, JSON.stringify(body)).toBe(422);
-      expect(res.json().error).toMatch(/^Failed to deserialize the JSON body/u);
+      expect(res.json<{ error: string }>().error).toMatch(/^Failed to deserialize the JSON body/u);
     }
     expect(t.thresholds.values.size).toBe(0);
   });
@@ -127,7 +127,7 @@ describe('DELETE /busy_threshold', () => {
     t = testApp();
     const check = await t.app.inject({ method: 'DELETE', url: '/busy_threshold?model=m1&check=queue' });
     expect(check.statusCode).toBe(400);
-    expect(check.json().error).toContain('active_decode_blocks_threshold, active_prefill_tokens_threshold, active_prefill_tokens_threshold_frac');
+    expect(check.json<{ error: string }>().error).toContain('active_decode_blocks_threshold, active_prefill_tokens_threshold, active_prefill_tokens_threshold_frac');
     expect((await t.app.inject({ method: 'DELETE', url: '/busy_threshold?check=active_decode_blocks_threshold' })).statusCode).toBe(400);
     const model = await t.app.inject({ method: 'DELETE', url: '/busy_threshold?model=ghost&check=active_decode_blocks_threshold' });
     expect(model.statusCode).toBe(404);

@@ -101,8 +101,9 @@ describe('stop strings', () => {
     t = testApp();
     t.workers.defaultScript = streams([1, 2, 3, 4, 5, 6], 'length', 5);
     const res = await completion({ stop: ['zzz', `${OUTPUT_WORDS[3]} ${OUTPUT_WORDS[4]}`] });
-    expect(res.json().choices[0]).toMatchObject({ text: words(1, 2), finish_reason: 'stop' });
-    expect(res.json().usage.completion_tokens).toBe(4);
+    const body = res.json<{ choices: unknown[]; usage: { completion_tokens: number } }>();
+    expect(body.choices[0]).toMatchObject({ text: words(1, 2), finish_reason: 'stop' });
+    expect(body.usage.completion_tokens).toBe(4);
     expect(t.workers.calls[0]!.cancelled).toBe(true);
     expect(t.router.inflight[0]!.ends).toBe(1);
   });

@@ -43,10 +43,9 @@ describe('RenderCache', () => {
   it('does not cache a failed render: waiters get the error, the next scrape renders again', async () => {
     let calls = 0;
     const cache = new RenderCache(
-      async () => {
+      () => {
         calls++;
-        if (calls === 1) throw new Error('collector broke');
-        return 'ok\n';
+        return calls === 1 ? Promise.reject(new Error('collector broke')) : Promise.resolve('ok\n');
       },
       { minIntervalMs: 1000, now: () => 0 },
     );

@@ -15,7 +15,7 @@ import { UpstreamPool } from '../../../../src/sidecar/proxy/upstream.js';
 import { recordingLogger, type RecordingLogger } from '../../../support/recording-logger.js';
 import { waitFor } from '../../../support/wait.js';
 
-const cleanups: (() => Promise<unknown> | unknown)[] = [];
+const cleanups: (() => unknown)[] = [];
 afterEach(async () => {
   for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
 });

@@ -52,7 +52,7 @@ function decodeFrames(bytes: Buffer): Update[] {
   return updates;
 }
 
-const cleanups: (() => Promise<unknown> | unknown)[] = [];
+const cleanups: (() => unknown)[] = [];
 afterEach(async () => {
   for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
 });
