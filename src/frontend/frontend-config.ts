@@ -46,16 +46,8 @@ export interface FrontendConfig {
   readonly warnings: readonly string[];
 }
 
-// The typed defaults live in the option table (options.ts).
-const D = FRONTEND_OPTIONS;
-export const DEFAULT_HTTP_PORT: number = D.httpPort.default;
-export const DEFAULT_OVERLOAD_STATUS: number = D.overloadStatus.default;
-export const DEFAULT_RETRY_AFTER_S: number = D.retryAfterS.default;
-export const DEFAULT_OVERLOAD_LEASE_MS: number = D.overloadLeaseMs.default;
-export const DEFAULT_FRONTEND_HEARTBEAT_MS: number = D.loadHeartbeatMs.default;
-export const DEFAULT_MAX_BODY_BYTES: number = D.maxBodyBytes.default;
-export const DEFAULT_SHUTDOWN_GRACE_MS: number = D.shutdownGraceMs.default;
-export const DEFAULT_MAX_WORKERS: number = D.maxWorkers.default;
+/** The typed defaults live in the option table (options.ts); this one is also the fallback for a bad status. */
+const DEFAULT_OVERLOAD_STATUS: number = FRONTEND_OPTIONS.overloadStatus.default;
 const LOG_LEVELS: readonly LogLevel[] = ['debug', 'info', 'warn', 'error'];
 
 export function parseFrontendConfig(flags: FrontendRawFlags, env: Env): FrontendConfig {

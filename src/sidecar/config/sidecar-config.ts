@@ -73,15 +73,10 @@ export interface LoadConfig {
 }
 
 // The typed defaults live in the option table (options.ts); these names are for the code that
-// needs one without a parsed config (classes built in tests, help text, the demo).
+// needs one without a parsed config (classes built in tests, help text).
 const D = SIDECAR_OPTIONS;
-export const DEFAULT_LISTEN: HostPort = D.listen.default;
-export const DEFAULT_SYSTEM_PORT: number = D.systemPort.default;
 export const DEFAULT_REQUEST_QUEUE_LIMIT: number = D.requestQueueLimit.default;
 export const MIN_REQUEST_QUEUE_LIMIT = 2;
-export const DEFAULT_RETRY_PUSHBACK_MS: number = D.retryPushbackMs.default;
-export const DEFAULT_DRAIN_GRACE_MS: number = D.drainGraceMs.default;
-export const DEFAULT_SCRAPE_INTERVAL_MS: number = D.scrapeIntervalMs.default;
 export const DEFAULT_ENGINE_METRICS_FORMAT: EngineMetricsFormatOption = D.engineMetricsFormat.default;
 export const DEFAULT_LOAD_HEARTBEAT_MS: number = D.loadHeartbeatMs.default;
 /** A burst of load changes within this becomes one NATS publish or one WorkerLoad update. */
@@ -91,7 +86,6 @@ export const MODEL_INFO_TIMEOUT_MS = 5000;
 export const MODEL_INFO_RETRY_MS = 2000;
 export const DEFAULT_KV_BLOCK_SIZE: number = D.kvBlockSize.default;
 export const DEFAULT_DATA_PARALLEL_SIZE: number = D.dataParallelSize.default;
-export const DEFAULT_MAX_CONCURRENT_STREAMS: number = D.maxConcurrentStreams.default;
 /** HTTP/2 stream counts are 31-bit (RFC 9113 section 6.5.2). */
 export const MAX_MAX_CONCURRENT_STREAMS = 2 ** 31 - 1;
 export const DEFAULT_IDLE_TIMEOUT_MS: number = D.idleTimeoutMs.default;
@@ -99,7 +93,6 @@ export const DEFAULT_HANDSHAKE_TIMEOUT_MS: number = D.handshakeTimeoutMs.default
 export const MIN_HANDSHAKE_TIMEOUT_MS = 100;
 export const DEFAULT_UPSTREAM_PING_INTERVAL_MS: number = D.upstreamPingIntervalMs.default;
 export const DEFAULT_UPSTREAM_PING_TIMEOUT_MS: number = D.upstreamPingTimeoutMs.default;
-export const DEFAULT_METRICS_CACHE_MS: number = D.metricsCacheMs.default;
 export const DEFAULT_NATS_LIVENESS_TIMEOUT_MS: number = D.natsLivenessTimeoutMs.default;
 const LOG_LEVELS: readonly LogLevel[] = ['debug', 'info', 'warn', 'error'];
 
