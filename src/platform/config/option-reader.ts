@@ -85,9 +85,8 @@ export class OptionReader<S extends Specs> {
     const fallback = this.defaultOf(key) === true;
     const found = this.raw(key);
     if (!found) return fallback;
-    const text = found.value.trim().toLowerCase();
-    if (['true', '1', 'yes', 'on'].includes(text)) return true;
-    if (['false', '0', 'no', 'off'].includes(text)) return false;
+    const value = parseSwitch(found.value);
+    if (value !== undefined) return value;
     this.problems.push(`${found.source} must be true or false, got "${found.value}"`);
     return fallback;
   }
@@ -124,6 +123,14 @@ export class OptionReader<S extends Specs> {
   check(): void {
     if (this.problems.length) throw new ConfigError(this.problems);
   }
+}
+
+/** A switch's text: true/1/yes/on or false/0/no/off, any case; `undefined` for anything else. */
+export function parseSwitch(text: string): boolean | undefined {
+  const word = text.trim().toLowerCase();
+  if (['true', '1', 'yes', 'on'].includes(word)) return true;
+  if (['false', '0', 'no', 'off'].includes(word)) return false;
+  return undefined;
 }
 
 /** NATS_SERVER as the nats clients take it: comma-separated nats://, tls://, ws(s):// URLs or host:port. */

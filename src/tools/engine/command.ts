@@ -17,6 +17,7 @@ export function registerEngineCommand(program: Command, io: CommandIo = processI
     .description('Run the simulated vLLM gRPC engine (vllm.grpc.engine.VllmEngine + grpc.health.v1) with vLLM-named /metrics');
   // No commander defaults: an unset flag must leave its env twin (and then the table's default) to the reader.
   for (const spec of Object.values(ENGINE_OPTIONS)) command.addOption(new Option(spec.flag, describeOption(spec)));
+  command.addHelpText('after', '\nEvery flag has an environment twin (DYN_SIM_ENGINE_*, shown with it); the flag wins when both are set.');
   applyUsageExit(command, io);
   command.action(async (values: EngineCliValues) => {
     let options: EngineOptions;
