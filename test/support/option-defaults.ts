@@ -28,5 +28,8 @@ export function expectShownDefaultParsed(spec: OptionSpec, parsed: unknown): voi
   expect(parsed).toEqual(spec.default);
   const written = formatDefault(parsed as OptionDefault);
   expect(shown, `${spec.env}'s --help default`).toBeDefined();
-  expect(shown === written || shown!.startsWith(`${written} `) || shown!.startsWith(`${written}:`), `--help shows "${shown}", the parser gives ${written}`).toBe(true);
+  expect(
+    shown === written || shown!.startsWith(`${written} `) || shown!.startsWith(`${written}:`),
+    `--help shows "${shown}", the parser gives ${written}`,
+  ).toBe(true);
 }

@@ -41,7 +41,8 @@ export class OptionReader<S extends Specs> {
 
   /** The table entry's default (`undefined` when it has none). */
   defaultOf<K extends Key<S>>(key: K): DefaultOf<S, K> {
-    return this.specs[key]!.default as DefaultOf<S, K>;
+    const spec: OptionSpec | undefined = this.specs[key];
+    return spec?.default as DefaultOf<S, K>;
   }
 
   /** Integer in [min, max]; plain decimal digits only, so "1.5", "1e3", "0x10" and "-3" are refused. */

@@ -60,4 +60,3 @@ export function envOnlyHelp(specs: Readonly<Record<string, OptionSpec>>): string
     })
     .join('\n');
 }
-

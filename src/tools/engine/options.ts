@@ -41,7 +41,12 @@ export interface EngineOptions {
 }
 
 export const ENGINE_OPTIONS = {
-  numGpuBlocks: { flag: '--num-gpu-blocks <n>', env: 'DYN_SIM_ENGINE_NUM_GPU_BLOCKS', default: 2048, help: 'KV cache size in blocks (vllm:cache_config_info num_gpu_blocks)' },
+  numGpuBlocks: {
+    flag: '--num-gpu-blocks <n>',
+    env: 'DYN_SIM_ENGINE_NUM_GPU_BLOCKS',
+    default: 2048,
+    help: 'KV cache size in blocks (vllm:cache_config_info num_gpu_blocks)',
+  },
   blockSize: { flag: '--block-size <tokens>', env: 'DYN_SIM_ENGINE_BLOCK_SIZE', default: 16, help: 'tokens per KV block' },
   maxNumSeqs: { flag: '--max-num-seqs <n>', env: 'DYN_SIM_ENGINE_MAX_NUM_SEQS', default: 256, help: 'most sequences running at once; more wait in the queue' },
   maxNumBatchedTokens: {
@@ -68,7 +73,12 @@ export const ENGINE_OPTIONS = {
     default: 4096,
     help: 'cap on output tokens per request; larger max_tokens are clamped',
   },
-  maxModelLen: { flag: '--max-model-len <tokens>', env: 'DYN_SIM_ENGINE_MAX_MODEL_LEN', default: 0, help: 'context limit, prompt + output; 0 = the whole KV cache' },
+  maxModelLen: {
+    flag: '--max-model-len <tokens>',
+    env: 'DYN_SIM_ENGINE_MAX_MODEL_LEN',
+    default: 0,
+    help: 'context limit, prompt + output; 0 = the whole KV cache',
+  },
   earlyStopProb: {
     flag: '--early-stop-prob <p>',
     env: 'DYN_SIM_ENGINE_EARLY_STOP_PROB',
@@ -77,7 +87,12 @@ export const ENGINE_OPTIONS = {
   },
   seed: { flag: '--seed <n>', env: 'DYN_SIM_ENGINE_SEED', default: 0, help: 'seed of generated token ids and early stops' },
   vocabSize: { flag: '--vocab-size <n>', env: 'DYN_SIM_ENGINE_VOCAB_SIZE', default: 32_000, help: 'token ids are drawn from 1 .. vocab-size - 1' },
-  modelName: { flag: '--model-name <name>', env: 'DYN_SIM_ENGINE_MODEL_NAME', default: 'simulated-model', help: 'model name in GetModelInfo and the model_name metric label' },
+  modelName: {
+    flag: '--model-name <name>',
+    env: 'DYN_SIM_ENGINE_MODEL_NAME',
+    default: 'simulated-model',
+    help: 'model name in GetModelInfo and the model_name metric label',
+  },
   host: { flag: '--host <host>', env: 'DYN_SIM_ENGINE_HOST', default: '127.0.0.1', help: 'address both servers listen on' },
   port: { flag: '--port <port>', env: 'DYN_SIM_ENGINE_PORT', default: 0, help: 'gRPC port (0 = any free port)' },
   metricsPort: { flag: '--metrics-port <port>', env: 'DYN_SIM_ENGINE_METRICS_PORT', default: 0, help: 'Prometheus /metrics port (0 = any free port)' },
@@ -94,7 +109,7 @@ export const DEFAULT_ENGINE_OPTIONS: EngineOptions = Object.freeze(Object.fromEn
 type NumericKey = { [K in EngineKey]: EngineOptions[K] extends number ? K : never }[EngineKey];
 
 /** The flag of an option (`--num-gpu-blocks`): what errors name when a library caller passed the value. */
-const flagOf = (key: EngineKey): string => ENGINE_OPTIONS[key].flag.split(' ')[0]!;
+const flagOf = (key: EngineKey): string => ENGINE_OPTIONS[key].flag.replace(/ .*/, '');
 
 interface NumberRule {
   readonly integer: boolean;
@@ -210,7 +225,7 @@ export function engineOptionsFromCli(values: EngineCliValues, env: Env = {}): En
   // Unparsable values were left out above, so resolving still reports every other bad value.
   let options: EngineOptions | undefined;
   try {
-    options = resolve(overrides as Partial<EngineOptions>, sources);
+    options = resolve(overrides, sources);
   } catch (error) {
     if (!(error instanceof ConfigError)) throw error;
     errors.push(...error.errors);

@@ -67,7 +67,12 @@ export const LOAD_OPTIONS = {
     env: 'DYN_LOAD_CLIENT_OPENAI',
     help: 'HTTP: base URL of an OpenAI-compatible server such as the frontend, e.g. http://127.0.0.1:8000 (/v1 optional); excludes --target',
   },
-  model: { flag: '--model <name>', env: 'DYN_LOAD_CLIENT_MODEL', defaultText: 'the first of GET /v1/models, asked once at start', help: '--openai: model to ask for' },
+  model: {
+    flag: '--model <name>',
+    env: 'DYN_LOAD_CLIENT_MODEL',
+    defaultText: 'the first of GET /v1/models, asked once at start',
+    help: '--openai: model to ask for',
+  },
   api: {
     flag: '--api <kind>',
     env: 'DYN_LOAD_CLIENT_API',
@@ -81,7 +86,13 @@ export const LOAD_OPTIONS = {
     defaultText: `${HTTP_OVERLOADED} only`,
     help: `--openai: also count this HTTP status as a rejection, besides ${HTTP_OVERLOADED} (repeatable or comma-separated; e.g. 503 for a frontend run with DYN_HTTP_OVERLOAD_STATUS_CODE=503)`,
   },
-  concurrency: { flag: '--concurrency <n>', env: 'DYN_LOAD_CLIENT_CONCURRENCY', default: 1, defaultText: '1 when --rate is not given', help: 'closed loop: requests kept in flight' },
+  concurrency: {
+    flag: '--concurrency <n>',
+    env: 'DYN_LOAD_CLIENT_CONCURRENCY',
+    default: 1,
+    defaultText: '1 when --rate is not given',
+    help: 'closed loop: requests kept in flight',
+  },
   rate: { flag: '--rate <per-s>', env: 'DYN_LOAD_CLIENT_RATE', help: 'open loop: new requests per second, whatever is in flight' },
   arrival: { flag: '--arrival <kind>', env: 'DYN_LOAD_CLIENT_ARRIVAL', default: 'poisson', help: 'open-loop spacing: poisson or fixed' },
   promptTokens: {
@@ -103,8 +114,17 @@ export const LOAD_OPTIONS = {
     defaultText: '10 when --count is not given',
     help: 'stop starting requests after this many seconds',
   },
-  count: { flag: '--count <n>', env: 'DYN_LOAD_CLIENT_COUNT', help: 'stop after this many requests (first attempts); with --duration-s, whichever comes first' },
-  seed: { flag: '--seed <n>', env: 'DYN_LOAD_CLIENT_SEED', default: 0, help: 'seed of prompt lengths, token ids (--openai: words), arrivals and backoff jitter' },
+  count: {
+    flag: '--count <n>',
+    env: 'DYN_LOAD_CLIENT_COUNT',
+    help: 'stop after this many requests (first attempts); with --duration-s, whichever comes first',
+  },
+  seed: {
+    flag: '--seed <n>',
+    env: 'DYN_LOAD_CLIENT_SEED',
+    default: 0,
+    help: 'seed of prompt lengths, token ids (--openai: words), arrivals and backoff jitter',
+  },
   deadlineMs: {
     flag: '--deadline-ms <ms>',
     env: 'DYN_LOAD_CLIENT_DEADLINE_MS',
@@ -123,7 +143,12 @@ export const LOAD_OPTIONS = {
     default: 5000,
     help: 'longest wait before a retry: cap of the exponential backoff and of Retry-After',
   },
-  graceS: { flag: '--grace-s <s>', env: 'DYN_LOAD_CLIENT_GRACE_S', default: 30, help: 'after stopping, time given to in-flight calls before they are cancelled' },
+  graceS: {
+    flag: '--grace-s <s>',
+    env: 'DYN_LOAD_CLIENT_GRACE_S',
+    default: 30,
+    help: 'after stopping, time given to in-flight calls before they are cancelled',
+  },
   stream: {
     flag: '--no-stream',
     env: 'DYN_LOAD_CLIENT_STREAM',
@@ -165,7 +190,7 @@ export const DEFAULT_DURATION_S: number = LOAD_OPTIONS.durationS.default;
 export const DEFAULT_CONCURRENCY: number = LOAD_OPTIONS.concurrency.default;
 
 /** The flag of an option (`--retry-max-ms`): what errors name when a library caller passed the value. */
-const flagOf = (key: LoadOptionKey): string => LOAD_OPTIONS[key].flag.split(' ')[0]!;
+const flagOf = (key: LoadOptionKey): string => LOAD_OPTIONS[key].flag.replace(/ .*/, '');
 
 /** Where each value came from, for problems: its flag, or the env twin it was read from. */
 type Sources = Partial<Record<LoadOptionKey, string>>;
@@ -210,7 +235,9 @@ function resolve(input: Partial<LoadOptions>, sources: Sources): LoadOptions {
   };
   let openai = o.openai;
   if (o.target !== undefined && o.openai !== undefined) {
-    errors.push(new OptionError(source('openai'), `cannot be combined with ${source('target')}: drive either a gRPC target or an OpenAI-compatible HTTP server`));
+    errors.push(
+      new OptionError(source('openai'), `cannot be combined with ${source('target')}: drive either a gRPC target or an OpenAI-compatible HTTP server`),
+    );
   } else if (o.target === undefined && o.openai === undefined) {
     errors.push(new OptionError(source('target'), 'is required (HOST:PORT of the engine or sidecar), or --openai URL of an OpenAI-compatible server'));
   }
@@ -253,7 +280,8 @@ function resolve(input: Partial<LoadOptions>, sources: Sources): LoadOptions {
   if (o.deadlineMs !== undefined && !isPositive(o.deadlineMs)) bad(source('deadlineMs'), 'must be a number > 0', o.deadlineMs);
   if (!isInt(o.retry, 0, 100)) bad(source('retry'), 'must be an integer from 0 to 100', o.retry);
   if (!isPositive(o.retryBaseMs)) bad('retryBaseMs', 'must be > 0', o.retryBaseMs);
-  else if (!isPositive(o.retryMaxMs) || o.retryMaxMs < o.retryBaseMs) bad(source('retryMaxMs'), `must be a number >= ${o.retryBaseMs} (the first backoff)`, o.retryMaxMs);
+  else if (!isPositive(o.retryMaxMs) || o.retryMaxMs < o.retryBaseMs)
+    bad(source('retryMaxMs'), `must be a number >= ${o.retryBaseMs} (the first backoff)`, o.retryMaxMs);
   if (typeof o.graceS !== 'number' || !(o.graceS >= 0)) bad(source('graceS'), 'must be a number >= 0', o.graceS);
   if (!isPositive(o.progressIntervalMs)) bad('progressIntervalMs', 'must be > 0', o.progressIntervalMs);
   if (errors.length > 0) throw ConfigError.of(errors);
@@ -352,7 +380,8 @@ export function loadSettingsFromCli(values: LoadCliValues, env: Env = {}): LoadC
     const statuses = found('overloadStatus');
     if (statuses !== undefined) {
       const codes = statuses.value.split(',').map((c) => (/^\s*\d{3}\s*$/.test(c) ? Number(c) : Number.NaN));
-      if (codes.some(Number.isNaN)) errors.push(new OptionError(statuses.source, `must be HTTP status codes such as 503 (comma-separated or repeated), got '${statuses.value}'`));
+      if (codes.some(Number.isNaN))
+        errors.push(new OptionError(statuses.source, `must be HTTP status codes such as 503 (comma-separated or repeated), got '${statuses.value}'`));
       else out['overloadStatuses'] = [HTTP_OVERLOADED, ...codes];
     }
   }
@@ -380,7 +409,7 @@ export function loadSettingsFromCli(values: LoadCliValues, env: Env = {}): LoadC
   out['stream'] = switches.stream;
   let options: LoadOptions | undefined;
   try {
-    options = resolve(out as Partial<LoadOptions>, sources);
+    options = resolve(out, sources);
   } catch (error) {
     if (!(error instanceof ConfigError)) throw error;
     // A value already refused as unparsable is not reported again for its (absent) value.

@@ -39,21 +39,54 @@ describe('load option table', () => {
 
   it('gives every flag a DYN_LOAD_CLIENT_ twin of its own', () => {
     for (const spec of Object.values(LOAD_OPTIONS)) {
-      expect(spec.env).toBe(`DYN_LOAD_CLIENT_${spec.flag.replace(/^--(no-)?/, '').split(' ')[0]!.replaceAll('-', '_').toUpperCase()}`);
+      expect(spec.env).toBe(
+        `DYN_LOAD_CLIENT_${spec.flag
+          .replace(/^--(no-)?| .*/g, '')
+          .replaceAll('-', '_')
+          .toUpperCase()}`,
+      );
     }
   });
 
   it('reads the env twins, and a flag wins over its twin', () => {
-    const env = { DYN_LOAD_CLIENT_TARGET: '127.0.0.1:1', DYN_LOAD_CLIENT_CONCURRENCY: '8', DYN_LOAD_CLIENT_MAX_TOKENS: '2-4', DYN_LOAD_CLIENT_STREAM: 'false', DYN_LOAD_CLIENT_JSON: 'yes' };
-    expect(loadSettingsFromCli({}, env)).toMatchObject({ options: { target: '127.0.0.1:1', concurrency: 8, maxTokens: { min: 2, max: 4 }, stream: false }, json: true, quiet: false });
-    expect(loadSettingsFromCli({ target: '127.0.0.2:2', concurrency: '3', stream: true }, env).options).toMatchObject({ target: '127.0.0.2:2', concurrency: 3, stream: false });
+    const env = {
+      DYN_LOAD_CLIENT_TARGET: '127.0.0.1:1',
+      DYN_LOAD_CLIENT_CONCURRENCY: '8',
+      DYN_LOAD_CLIENT_MAX_TOKENS: '2-4',
+      DYN_LOAD_CLIENT_STREAM: 'false',
+      DYN_LOAD_CLIENT_JSON: 'yes',
+    };
+    expect(loadSettingsFromCli({}, env)).toMatchObject({
+      options: { target: '127.0.0.1:1', concurrency: 8, maxTokens: { min: 2, max: 4 }, stream: false },
+      json: true,
+      quiet: false,
+    });
+    expect(loadSettingsFromCli({ target: '127.0.0.2:2', concurrency: '3', stream: true }, env).options).toMatchObject({
+      target: '127.0.0.2:2',
+      concurrency: 3,
+      stream: false,
+    });
     expect(loadSettingsFromCli({ stream: false }, { DYN_LOAD_CLIENT_TARGET: 'h:1', DYN_LOAD_CLIENT_STREAM: 'true' }).options.stream).toBe(false);
   });
 
   it('names the variable a bad value came from, and every problem at once', () => {
-    const env = { DYN_LOAD_CLIENT_TARGET: '127.0.0.1:1', DYN_LOAD_CLIENT_RATE: 'fast', DYN_LOAD_CLIENT_MODEL: 'm', DYN_LOAD_CLIENT_QUIET: 'maybe', DYN_LOAD_CLIENT_PROMPT_TOKENS: '9-3' };
-    expect(flagsOf(() => loadSettingsFromCli({ retry: '-1' }, env))).toEqual(['--retry', 'DYN_LOAD_CLIENT_MODEL', 'DYN_LOAD_CLIENT_PROMPT_TOKENS', 'DYN_LOAD_CLIENT_QUIET', 'DYN_LOAD_CLIENT_RATE']);
-    expect(() => loadSettingsFromCli({}, { DYN_LOAD_CLIENT_OPENAI: 'http://h:1', DYN_LOAD_CLIENT_TARGET: 'h:1' })).toThrow(/^DYN_LOAD_CLIENT_OPENAI: cannot be combined with DYN_LOAD_CLIENT_TARGET/);
+    const env = {
+      DYN_LOAD_CLIENT_TARGET: '127.0.0.1:1',
+      DYN_LOAD_CLIENT_RATE: 'fast',
+      DYN_LOAD_CLIENT_MODEL: 'm',
+      DYN_LOAD_CLIENT_QUIET: 'maybe',
+      DYN_LOAD_CLIENT_PROMPT_TOKENS: '9-3',
+    };
+    expect(flagsOf(() => loadSettingsFromCli({ retry: '-1' }, env))).toEqual([
+      '--retry',
+      'DYN_LOAD_CLIENT_MODEL',
+      'DYN_LOAD_CLIENT_PROMPT_TOKENS',
+      'DYN_LOAD_CLIENT_QUIET',
+      'DYN_LOAD_CLIENT_RATE',
+    ]);
+    expect(() => loadSettingsFromCli({}, { DYN_LOAD_CLIENT_OPENAI: 'http://h:1', DYN_LOAD_CLIENT_TARGET: 'h:1' })).toThrow(
+      /^DYN_LOAD_CLIENT_OPENAI: cannot be combined with DYN_LOAD_CLIENT_TARGET/,
+    );
     expect(() => loadSettingsFromCli({ target: 'h:1' }, { DYN_LOAD_CLIENT_RATE: 'fast' })).toThrow("DYN_LOAD_CLIENT_RATE: must be a number, got 'fast'");
   });
 
