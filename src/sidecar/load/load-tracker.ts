@@ -41,10 +41,8 @@ import type { LoadEvent } from '../../protocol/load-event.js';
 
 export interface LoadTrackerConfig {
   workerId: number;
-  /** Default DEFAULT_DATA_PARALLEL_SIZE. */
   dataParallelSize?: number;
   kvTotalBlocks?: number;
-  /** Block size when the scrape gives none; default DEFAULT_KV_BLOCK_SIZE. */
   kvBlockSize?: number;
   maxNumBatchedTokens?: number;
   trackOutputBlocks?: boolean;
