@@ -114,7 +114,7 @@ async function runDemo(count: number, flags: DemoFlags, httpPort: number, io: Co
     ? undefined
     : setInterval(() => {
         const parts = sidecars.map((s, i) => `w${i + 1} engine ${s.gate.inEngine} queue ${s.gate.queued} rejected ${s.counters().rejected}`);
-        const busy = [...frontend!.router.busySummary().values()].reduce((n, m) => n + m.busy, 0);
+        const busy = [...frontend.router.busySummary().values()].reduce((n, m) => n + m.busy, 0);
         io.stdout.write(`demo: ${parts.join(' | ')} | busy workers ${busy}\n`);
       }, DEMO_DEFAULTS.statusIntervalMs);
   const signal = await waitForSignal(io);

@@ -31,9 +31,10 @@ export class OptionReader<S extends Specs> {
 
   /** The raw value and a label such as `--engine-request-limit` or `DYN_ENGINE_REQUEST_LIMIT`. */
   raw(key: Key<S>): { value: string; source: string } | undefined {
-    const spec = this.specs[key]!;
+    const spec: OptionSpec | undefined = this.specs[key];
+    if (spec === undefined) return undefined;
     const flagValue = this.flags[key];
-    if (flagValue !== undefined && flagValue !== false && spec.flag) return { value: String(flagValue), source: spec.flag.split(' ')[0]! };
+    if (flagValue !== undefined && flagValue !== false && spec.flag) return { value: String(flagValue), source: spec.flag.replace(/ .*/, '') };
     const envValue = this.env[spec.env];
     if (envValue !== undefined && envValue.trim() !== '') return { value: envValue, source: spec.env };
     return undefined;

@@ -182,7 +182,7 @@ export class LoadPublisher {
     try {
       flushed = nc.flush();
     } catch (err) {
-      flushed = Promise.reject(err as Error);
+      flushed = Promise.reject(err instanceof Error ? err : new Error(String(err)));
     }
     flushed.then(
       () => {

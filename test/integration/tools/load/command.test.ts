@@ -4,6 +4,7 @@ import { Command } from 'commander';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startSimulatedEngine, type RunningEngine } from '../../../../src/tools/engine/index.js';
 import { registerLoadCommand } from '../../../../src/tools/load/command.js';
+import type { LoadSummary } from '../../../../src/tools/load/stats.js';
 import { fakeIo } from '../../../support/fake-io.js';
 
 function program(io: ReturnType<typeof fakeIo>): Command {
@@ -28,7 +29,7 @@ describe('load command', () => {
     await program(io).parseAsync(['load', '--target', engine.address, '--count', '6', '--concurrency', '3', '--max-tokens', '2-4', '--json', '--quiet'], { from: 'user' });
     expect(io.exits).toEqual([0]);
     expect(io.out).toHaveLength(1);
-    const summary = JSON.parse(io.out[0]!);
+    const summary = JSON.parse(io.out[0]!) as LoadSummary;
     expect(Object.keys(summary)).toEqual(expect.arrayContaining(['sent', 'completed', 'rejected', 'errors', 'ttft_ms', 'itl_ms', 'tokens_per_s', 'requests_per_s', 'duration_s']));
     expect(summary).toMatchObject({ sent: 6, completed: 6, rejected: 0, errors: {} });
     expect(Object.keys(summary.ttft_ms)).toEqual(['p50', 'p90', 'p99']);
