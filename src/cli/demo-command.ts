@@ -10,6 +10,7 @@ import { ConfigError } from '../platform/config/config-error.js';
 import { parseSidecarConfig } from '../sidecar/config/sidecar-config.js';
 import { startSimulatedEngine, type RunningEngine } from '../tools/engine/index.js';
 import { parseFrontendConfig } from '../frontend/frontend-config.js';
+import { FRONTEND_OPTIONS } from '../frontend/options.js';
 import { describeFrontend } from '../frontend/command.js';
 import { startFrontend, type RunningFrontend } from '../frontend/frontend.js';
 import { createLogger } from '../platform/log.js';
@@ -19,7 +20,7 @@ import { USAGE_EXIT_CODE, applyUsageExit, onFirstSignal, waitForSignal, type Com
 /** Each demo worker: small KV and caps, so 64 concurrent requests overload two of them. */
 export const DEMO_DEFAULTS = Object.freeze({
   workers: 2,
-  httpPort: 8000,
+  httpPort: FRONTEND_OPTIONS.httpPort.default,
   engineRequestLimit: 8,
   requestQueueLimit: 4,
   numGpuBlocks: 128,

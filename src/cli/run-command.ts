@@ -7,9 +7,9 @@ import { Command, Option } from 'commander';
 import { ConfigError } from '../platform/config/config-error.js';
 import { describeEnvTypo, findEnvTypos } from '../platform/config/env-typos.js';
 import { formatHostPort } from '../platform/config/host-port.js';
-import { SIDECAR_OPTIONS, type RawFlags } from '../sidecar/config/options.js';
+import { DEMO_STATUS_INTERVAL_MS, SIDECAR_OPTIONS, type RawFlags } from '../sidecar/config/options.js';
 import { describeOption, envOnlyHelp, type OptionSpec } from '../platform/config/option-spec.js';
-import { parseSidecarConfig, type SidecarConfig } from '../sidecar/config/sidecar-config.js';
+import { DEFAULT_REQUEST_QUEUE_LIMIT, parseSidecarConfig, type SidecarConfig } from '../sidecar/config/sidecar-config.js';
 import { startSimulatedEngine, type RunningEngine } from '../tools/engine/index.js';
 import { createLogger, redactUrlCredentials, type Logger } from '../platform/log.js';
 import { startSidecar, type RunningSidecar } from '../sidecar/sidecar.js';
@@ -18,7 +18,6 @@ import { StatusLine } from '../sidecar/status-line.js';
 
 /** Demo mode limits, when the user set none: small enough that a load of 200 shows rejections. */
 export const DEMO_ENGINE_REQUEST_LIMIT = 32;
-const DEMO_STATUS_INTERVAL_MS = 5000;
 
 /** Shown after the run command's options, also in the top-level --help. */
 export const RUN_HELP_EPILOGUE = `
@@ -26,7 +25,7 @@ Environment-only settings:
 ${envOnlyHelp(SIDECAR_OPTIONS)}
 
 Without --upstream (or DYN_SIDECAR_UPSTREAM) the sidecar starts an embedded simulated vLLM engine
-(demo mode) with engine request limit ${DEMO_ENGINE_REQUEST_LIMIT} and queue 16 unless set otherwise.
+(demo mode) with engine request limit ${DEMO_ENGINE_REQUEST_LIMIT} and queue ${DEFAULT_REQUEST_QUEUE_LIMIT} unless set otherwise.
 
 Examples:
   DYN_ENGINE_REQUEST_LIMIT=32 dynamo-sidecar --upstream 127.0.0.1:50051

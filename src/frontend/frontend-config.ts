@@ -46,61 +46,56 @@ export interface FrontendConfig {
   readonly warnings: readonly string[];
 }
 
-export const DEFAULT_HTTP_PORT = 8000;
-export const DEFAULT_OVERLOAD_STATUS = 529;
-export const DEFAULT_RETRY_AFTER_S = 1;
-/** Dynamo's PR 14210 gave the worker-overloaded mark a 1 s lease; we keep its length. */
-export const DEFAULT_OVERLOAD_LEASE_MS = 1000;
-export const DEFAULT_FRONTEND_HEARTBEAT_MS = 1000;
-export const DEFAULT_MAX_BODY_BYTES = 8 * 1024 * 1024;
-export const DEFAULT_SHUTDOWN_GRACE_MS = 10_000;
-export const DEFAULT_MAX_WORKERS = 4096;
+/** The typed defaults live in the option table (options.ts); this one is also the fallback for a bad status. */
+const DEFAULT_OVERLOAD_STATUS: number = FRONTEND_OPTIONS.overloadStatus.default;
 const LOG_LEVELS: readonly LogLevel[] = ['debug', 'info', 'warn', 'error'];
 
 export function parseFrontendConfig(flags: FrontendRawFlags, env: Env): FrontendConfig {
   const { workers, ...scalarFlags } = flags;
-  const read = new OptionReader(scalarFlags, env, FRONTEND_OPTIONS);
-  const key = (k: FrontendOptionKey): string => k;
+  const read: Reader = new OptionReader(scalarFlags, env, FRONTEND_OPTIONS);
   const warnings: string[] = [];
-  const admission = read.raw(key('admissionControl'));
+  const admission = read.raw('admissionControl');
   if (admission) warnings.push(`${admission.source}=${admission.value} has no effect and is ignored: busy rejection is on exactly when a threshold is set`);
 
   const config: FrontendConfig = {
-    httpHost: read.string(key('httpHost'), '0.0.0.0'),
-    httpPort: read.integer(key('httpPort'), 0, 65535, DEFAULT_HTTP_PORT),
+    httpHost: read.string('httpHost'),
+    httpPort: read.integer('httpPort', 0, 65535),
     workers: parseWorkers(read, workers),
     natsServers: parseNatsServers(read),
-    namespace: read.string(key('namespace'), 'dynamo'),
-    component: read.string(key('component'), 'backend'),
-    endpoint: read.string(key('endpoint'), 'generate'),
-    routerMode: read.choice(key('routerMode'), ROUTER_MODES, 'least-loaded'),
-    routerTrackOutputBlocks: read.boolean(key('routerTrackOutputBlocks')),
-    kvBlockSize: read.integer(key('kvBlockSize'), 1, 1 << 20, 16),
+    namespace: read.string('namespace'),
+    component: read.string('component'),
+    endpoint: read.string('endpoint'),
+    routerMode: read.choice('routerMode', ROUTER_MODES),
+    routerTrackOutputBlocks: read.boolean('routerTrackOutputBlocks'),
+    kvBlockSize: read.integer('kvBlockSize', 1, 1 << 20),
     thresholds: Object.freeze({
-      active_decode_blocks_threshold: threshold(read, key('activeDecodeBlocksThreshold'), 'fraction'),
-      active_prefill_tokens_threshold: threshold(read, key('activePrefillTokensThreshold'), 'integer'),
-      active_prefill_tokens_threshold_frac: threshold(read, key('activePrefillTokensThresholdFrac'), 'non-negative'),
+      active_decode_blocks_threshold: threshold(read, 'activeDecodeBlocksThreshold', 'fraction'),
+      active_prefill_tokens_threshold: threshold(read, 'activePrefillTokensThreshold', 'integer'),
+      active_prefill_tokens_threshold_frac: threshold(read, 'activePrefillTokensThresholdFrac', 'non-negative'),
     }),
     overloadStatus: overloadStatus(read, warnings),
-    retryAfterS: read.integer(key('retryAfterS'), 0, 86_400, DEFAULT_RETRY_AFTER_S),
-    overloadLeaseMs: read.integer(key('overloadLeaseMs'), 1, 3_600_000, DEFAULT_OVERLOAD_LEASE_MS),
-    loadHeartbeatMs: read.integer(key('loadHeartbeatMs'), 10, 3_600_000, DEFAULT_FRONTEND_HEARTBEAT_MS),
-    maxWorkers: read.integer(key('maxWorkers'), 1, 1_000_000, DEFAULT_MAX_WORKERS),
-    tokenizerPath: read.raw(key('tokenizer'))?.value.trim() || undefined,
-    maxBodyBytes: read.integer(key('maxBodyBytes'), 1024, 1 << 30, DEFAULT_MAX_BODY_BYTES),
-    adminApi: !read.boolean(key('disableAdminApi')),
-    adminAddress: read.hostPort(key('adminAddress'), true, undefined),
-    requestTimeoutMs: read.integer(key('requestTimeoutMs'), 0, 86_400_000, 0) || undefined,
-    shutdownGraceMs: read.integer(key('shutdownGraceMs'), 0, 3_600_000, DEFAULT_SHUTDOWN_GRACE_MS),
-    logLevel: read.choice(key('logLevel'), LOG_LEVELS, 'info'),
+    retryAfterS: read.integer('retryAfterS', 0, 86_400),
+    overloadLeaseMs: read.integer('overloadLeaseMs', 1, 3_600_000),
+    loadHeartbeatMs: read.integer('loadHeartbeatMs', 10, 3_600_000),
+    maxWorkers: read.integer('maxWorkers', 1, 1_000_000),
+    tokenizerPath: read.raw('tokenizer')?.value.trim() || undefined,
+    maxBodyBytes: read.integer('maxBodyBytes', 1024, 1 << 30),
+    adminApi: !read.boolean('disableAdminApi'),
+    adminAddress: read.hostPort('adminAddress', true),
+    // 0 = none, as unset.
+    requestTimeoutMs: read.integer('requestTimeoutMs', 0, 86_400_000) || undefined,
+    shutdownGraceMs: read.integer('shutdownGraceMs', 0, 3_600_000),
+    logLevel: read.choice('logLevel', LOG_LEVELS),
     warnings: Object.freeze(warnings),
   };
   read.check();
   return Object.freeze(config);
 }
 
+type Reader = OptionReader<typeof FRONTEND_OPTIONS>;
+
 /** A threshold: unset or "None" -> null (check off); else a number in the kind's range. */
-function threshold(read: OptionReader, key: string, kind: 'fraction' | 'integer' | 'non-negative'): number | null {
+function threshold(read: Reader, key: FrontendOptionKey, kind: 'fraction' | 'integer' | 'non-negative'): number | null {
   const found = read.raw(key);
   if (!found || found.value.trim().toLowerCase() === 'none') return null;
   const text = found.value.trim();
@@ -113,7 +108,7 @@ function threshold(read: OptionReader, key: string, kind: 'fraction' | 'integer'
 }
 
 /** Dynamo's rule: 200-999 accepted; 1xx, unparseable or out of range -> 529, with a warning. */
-function overloadStatus(read: OptionReader, warnings: string[]): number {
+function overloadStatus(read: Reader, warnings: string[]): number {
   const found = read.raw('overloadStatus');
   if (!found) return DEFAULT_OVERLOAD_STATUS;
   const text = found.value.trim();
@@ -123,7 +118,7 @@ function overloadStatus(read: OptionReader, warnings: string[]): number {
   return DEFAULT_OVERLOAD_STATUS;
 }
 
-function parseWorkers(read: OptionReader, flagValues: readonly string[] | undefined): readonly string[] {
+function parseWorkers(read: Reader, flagValues: readonly string[] | undefined): readonly string[] {
   const spec = FRONTEND_OPTIONS.workers;
   const fromFlags = flagValues !== undefined && flagValues.length > 0;
   const values = fromFlags ? flagValues.flatMap((v) => v.split(',')) : (read.raw('workers')?.value.split(',') ?? []);

@@ -1,14 +1,15 @@
 /**
  * The frontend's options, in one table: flag, environment twin, default and help text. The
  * `frontend` command builds its commander options from it and `parseFrontendConfig` validates
- * the same keys, so a flag cannot exist without its env twin or its help line. Threshold and
- * router names follow Dynamo's frontend (`python -m dynamo.frontend`) so launch lines carry over.
+ * the same keys, so a flag cannot exist without its env twin or its help line. Each typed
+ * `default` is the one the parser gives and the one --help shows. Threshold and router names
+ * follow Dynamo's frontend (`python -m dynamo.frontend`) so launch lines carry over.
  */
 import type { OptionSpec } from '../platform/config/option-spec.js';
 
 export const FRONTEND_OPTIONS = {
-  httpHost: { flag: '--http-host <host>', env: 'DYN_HTTP_HOST', defaultText: '0.0.0.0', help: 'address of the OpenAI-compatible HTTP server' },
-  httpPort: { flag: '--http-port <port>', env: 'DYN_HTTP_PORT', defaultText: '8000', help: 'port of the HTTP server (API, /busy_threshold, /metrics, /live, /ready); 0 picks a free port' },
+  httpHost: { flag: '--http-host <host>', env: 'DYN_HTTP_HOST', default: '0.0.0.0', help: 'address of the OpenAI-compatible HTTP server' },
+  httpPort: { flag: '--http-port <port>', env: 'DYN_HTTP_PORT', default: 8000, help: 'port of the HTTP server (API, /busy_threshold, /metrics, /live, /ready); 0 picks a free port' },
   workers: {
     flag: '--worker <host:port>',
     env: 'DYN_FRONTEND_WORKERS',
@@ -16,22 +17,22 @@ export const FRONTEND_OPTIONS = {
     help: "a worker's sidecar (gRPC), repeatable (env: comma-separated); its load is pushed by the sidecar over that address (no broker needed)",
   },
   natsUrl: { flag: '--nats-url <url>', env: 'NATS_SERVER', defaultText: 'none', help: "NATS server to read the sidecars' load events from; workers appear with their first event" },
-  namespace: { flag: '--namespace <name>', env: 'DYN_NAMESPACE', defaultText: 'dynamo', help: 'load subject namespace.{ns}.component.{component}.endpoint.{endpoint}.kv_metrics, as the sidecars publish it' },
-  component: { flag: '--component <name>', env: 'DYN_COMPONENT', defaultText: 'backend', help: 'subject component segment' },
-  endpoint: { flag: '--endpoint <name>', env: 'DYN_ENDPOINT', defaultText: 'generate', help: 'subject endpoint segment' },
+  namespace: { flag: '--namespace <name>', env: 'DYN_NAMESPACE', default: 'dynamo', help: 'load subject namespace.{ns}.component.{component}.endpoint.{endpoint}.kv_metrics, as the sidecars publish it' },
+  component: { flag: '--component <name>', env: 'DYN_COMPONENT', default: 'backend', help: 'subject component segment' },
+  endpoint: { flag: '--endpoint <name>', env: 'DYN_ENDPOINT', default: 'generate', help: 'subject endpoint segment' },
   routerMode: {
     flag: '--router-mode <mode>',
     env: 'DYN_ROUTER_MODE',
-    defaultText: 'least-loaded',
+    default: 'least-loaded',
     help: "round-robin | random | least-loaded | kv (least KV usage, counting this frontend's in-flight blocks); busy detection works in every mode",
   },
   routerTrackOutputBlocks: {
     flag: '--router-track-output-blocks',
     env: 'DYN_ROUTER_TRACK_OUTPUT_BLOCKS',
-    defaultText: 'off',
+    default: false,
     help: "kv mode: count generated tokens in this frontend's in-flight blocks, not only prompt tokens",
   },
-  kvBlockSize: { flag: '--kv-block-size <tokens>', env: 'DYN_KV_BLOCK_SIZE', defaultText: '16', help: "tokens per KV block for kv mode's in-flight block count" },
+  kvBlockSize: { flag: '--kv-block-size <tokens>', env: 'DYN_KV_BLOCK_SIZE', default: 16, help: "tokens per KV block for kv mode's in-flight block count" },
   activeDecodeBlocksThreshold: {
     flag: '--active-decode-blocks-threshold <fraction>',
     env: 'DYN_ACTIVE_DECODE_BLOCKS_THRESHOLD',
@@ -57,31 +58,32 @@ export const FRONTEND_OPTIONS = {
   },
   overloadStatus: {
     env: 'DYN_HTTP_OVERLOAD_STATUS_CODE',
-    defaultText: '529',
+    default: 529,
     help: 'HTTP status of overload rejections, 200-999; anything else falls back to 529 with a startup warning',
   },
   retryAfterS: {
     flag: '--retry-after-s <s>',
     env: 'DYN_HTTP_RETRY_AFTER_S',
-    defaultText: '1',
+    default: 1,
     help: 'Retry-After header (seconds) on overload rejections',
   },
   overloadLeaseMs: {
     flag: '--overload-lease-ms <ms>',
     env: 'DYN_OVERLOAD_LEASE_MS',
-    defaultText: '1000',
+    // Dynamo's PR 14210 gave the worker-overloaded mark a 1 s lease; we keep its length.
+    default: 1000,
     help: "a worker whose sidecar answered RESOURCE_EXHAUSTED (or UNAVAILABLE) gets no traffic for this long, unless its next load event says it has room",
   },
   loadHeartbeatMs: {
     flag: '--load-heartbeat-ms <ms>',
     env: 'DYN_LOAD_HEARTBEAT_MS',
-    defaultText: '1000',
+    default: 1000,
     help: 'heartbeat assumed for workers whose events do not carry heartbeat_ms; load older than 3 heartbeats is unknown (free), a NATS worker silent for 10 is forgotten',
   },
   maxWorkers: {
     flag: '--max-workers <n>',
     env: 'DYN_FRONTEND_MAX_WORKERS',
-    defaultText: '4096',
+    default: 4096,
     help: 'most workers the frontend keeps; events from further new workers are refused and counted (a rogue publisher cannot grow memory or /metrics without bound)',
   },
   tokenizer: {
@@ -90,7 +92,7 @@ export const FRONTEND_OPTIONS = {
     defaultText: "the simulated engine's (one token per whitespace word)",
     help: "a HuggingFace tokenizer.json (or the folder holding it) to tokenize prompts and decode outputs with",
   },
-  maxBodyBytes: { flag: '--max-body-bytes <n>', env: 'DYN_HTTP_MAX_BODY_BYTES', defaultText: '8388608', help: 'largest request body accepted (413 beyond)' },
+  maxBodyBytes: { flag: '--max-body-bytes <n>', env: 'DYN_HTTP_MAX_BODY_BYTES', default: 8 * 1024 * 1024, help: 'largest request body accepted (413 beyond)' },
   adminAddress: {
     flag: '--admin-address <host:port>',
     env: 'DYN_FRONTEND_ADMIN_ADDRESS',
@@ -99,7 +101,7 @@ export const FRONTEND_OPTIONS = {
   },
   disableAdminApi: {
     env: 'DYN_DISABLE_FRONTEND_ADMIN_API',
-    defaultText: 'false',
+    default: false,
     help: 'true: no /busy_threshold routes (404)',
   },
   requestTimeoutMs: {
@@ -111,10 +113,10 @@ export const FRONTEND_OPTIONS = {
   shutdownGraceMs: {
     flag: '--shutdown-grace-ms <ms>',
     env: 'DYN_FRONTEND_SHUTDOWN_GRACE_MS',
-    defaultText: '10000',
+    default: 10_000,
     help: 'on SIGTERM, how long requests in progress (streams included) may run before their connections are closed (which cancels their worker calls)',
   },
-  logLevel: { flag: '--log-level <level>', env: 'DYN_LOG_LEVEL', defaultText: 'info', help: 'debug | info | warn | error (JSON lines on stderr)' },
+  logLevel: { flag: '--log-level <level>', env: 'DYN_LOG_LEVEL', default: 'info', help: 'debug | info | warn | error (JSON lines on stderr)' },
 } as const satisfies Record<string, OptionSpec>;
 
 export type FrontendOptionKey = keyof typeof FRONTEND_OPTIONS;

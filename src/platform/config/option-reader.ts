@@ -3,36 +3,52 @@
  * problem (each naming the flag or variable it came from) so a command reports them all at once
  * with ConfigError. Sources are injected, so tests need no real environment. An empty
  * environment variable counts as unset, as compose files use `VAR=` to clear one.
+ *
+ * An unset option (or one whose value is refused) reads as its table entry's `default`, so the
+ * default that --help shows is the one the parser gives; without a `default` it reads as
+ * `undefined` (a switch: false).
  */
 import { ConfigError } from './config-error.js';
 import { parseHostPort, type HostPort } from './host-port.js';
+import type { OptionSpec } from './option-spec.js';
 
 export type Env = Readonly<Record<string, string | undefined>>;
 
+type Specs = Readonly<Record<string, OptionSpec>>;
+type Key<S extends Specs> = keyof S & string;
+/** The type of a table entry's `default`, or `undefined` when it has none. */
+export type DefaultOf<S extends Specs, K extends keyof S> = S[K] extends { readonly default: infer D } ? D : undefined;
+
 /** Reads option values with flag-over-env precedence and names the source in every problem. */
-export class OptionReader {
+export class OptionReader<S extends Specs> {
   readonly problems: string[] = [];
 
   constructor(
     private readonly flags: Readonly<Record<string, string | boolean | undefined>>,
     private readonly env: Env,
-    private readonly specs: Readonly<Record<string, { flag?: string; env: string }>>,
+    private readonly specs: S,
   ) {}
 
   /** The raw value and a label such as `--engine-request-limit` or `DYN_ENGINE_REQUEST_LIMIT`. */
-  raw(key: string): { value: string; source: string } | undefined {
-    const spec = this.specs[key]!;
+  raw(key: Key<S>): { value: string; source: string } | undefined {
+    const spec: OptionSpec | undefined = this.specs[key];
+    if (spec === undefined) return undefined;
     const flagValue = this.flags[key];
-    if (flagValue !== undefined && flagValue !== false && spec.flag) return { value: String(flagValue), source: spec.flag.split(' ')[0]! };
+    if (flagValue !== undefined && flagValue !== false && spec.flag) return { value: String(flagValue), source: spec.flag.replace(/ .*/, '') };
     const envValue = this.env[spec.env];
     if (envValue !== undefined && envValue.trim() !== '') return { value: envValue, source: spec.env };
     return undefined;
   }
 
+  /** The table entry's default (`undefined` when it has none). */
+  defaultOf<K extends Key<S>>(key: K): DefaultOf<S, K> {
+    const spec: OptionSpec | undefined = this.specs[key];
+    return spec?.default as DefaultOf<S, K>;
+  }
+
   /** Integer in [min, max]; plain decimal digits only, so "1.5", "1e3", "0x10" and "-3" are refused. */
-  integer(key: string, min: number, max: number, fallback: number): number;
-  integer(key: string, min: number, max: number, fallback: undefined): number | undefined;
-  integer(key: string, min: number, max: number, fallback: number | undefined): number | undefined {
+  integer<K extends Key<S>>(key: K, min: number, max: number): number | DefaultOf<S, K> {
+    const fallback = this.defaultOf(key);
     const found = this.raw(key);
     if (!found) return fallback;
     const text = found.value.trim();
@@ -45,9 +61,8 @@ export class OptionReader {
     return value;
   }
 
-  hostPort(key: string, allowZero: boolean, fallback: HostPort): HostPort;
-  hostPort(key: string, allowZero: boolean, fallback: undefined): HostPort | undefined;
-  hostPort(key: string, allowZero: boolean, fallback: HostPort | undefined): HostPort | undefined {
+  hostPort<K extends Key<S>>(key: K, allowZero: boolean): HostPort | DefaultOf<S, K> {
+    const fallback = this.defaultOf(key);
     const found = this.raw(key);
     if (!found) return fallback;
     const parsed = parseHostPort(found.value, allowZero);
@@ -58,7 +73,8 @@ export class OptionReader {
     return parsed;
   }
 
-  choice<T extends string>(key: string, choices: readonly T[], fallback: T): T {
+  choice<T extends string, K extends Key<S>>(key: K, choices: readonly T[]): T | DefaultOf<S, K> {
+    const fallback = this.defaultOf(key);
     const found = this.raw(key);
     if (!found) return fallback;
     if ((choices as readonly string[]).includes(found.value)) return found.value as T;
@@ -66,19 +82,19 @@ export class OptionReader {
     return fallback;
   }
 
-  /** A switch: the bare flag, or the env set to true/false/1/0/yes/no. */
-  boolean(key: string): boolean {
+  /** A switch: the bare flag, or the env set to true/false/1/0/yes/no; unset: its default, else false. */
+  boolean(key: Key<S>): boolean {
+    const fallback = this.defaultOf(key) === true;
     const found = this.raw(key);
-    if (!found) return false;
-    const text = found.value.trim().toLowerCase();
-    if (['true', '1', 'yes', 'on'].includes(text)) return true;
-    if (['false', '0', 'no', 'off'].includes(text)) return false;
+    if (!found) return fallback;
+    const value = parseSwitch(found.value);
+    if (value !== undefined) return value;
     this.problems.push(`${found.source} must be true or false, got "${found.value}"`);
-    return false;
+    return fallback;
   }
 
   /** An absolute URL with one of the given protocols (e.g. "http:"). */
-  url(key: string, protocols: readonly string[]): string | undefined {
+  url(key: Key<S>, protocols: readonly string[]): string | undefined {
     const found = this.raw(key);
     if (!found) return undefined;
     let url: URL | undefined;
@@ -94,9 +110,8 @@ export class OptionReader {
     return url.href;
   }
 
-  string(key: string, fallback: string): string;
-  string(key: string, fallback: undefined): string | undefined;
-  string(key: string, fallback: string | undefined): string | undefined {
+  string<K extends Key<S>>(key: K): string | DefaultOf<S, K> {
+    const fallback = this.defaultOf(key);
     const found = this.raw(key);
     if (!found) return fallback;
     if (found.value.trim() === '') {
@@ -112,8 +127,16 @@ export class OptionReader {
   }
 }
 
+/** A switch's text: true/1/yes/on or false/0/no/off, any case; `undefined` for anything else. */
+export function parseSwitch(text: string): boolean | undefined {
+  const word = text.trim().toLowerCase();
+  if (['true', '1', 'yes', 'on'].includes(word)) return true;
+  if (['false', '0', 'no', 'off'].includes(word)) return false;
+  return undefined;
+}
+
 /** NATS_SERVER as the nats clients take it: comma-separated nats://, tls://, ws(s):// URLs or host:port. */
-export function parseNatsServers(read: OptionReader): readonly string[] | undefined {
+export function parseNatsServers<S extends Specs & { readonly natsUrl: OptionSpec }>(read: OptionReader<S>): readonly string[] | undefined {
   const found = read.raw('natsUrl');
   if (!found) return undefined;
   const servers = found.value.split(',').map((s) => s.trim()).filter(Boolean);

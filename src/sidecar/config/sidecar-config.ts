@@ -9,9 +9,7 @@ import { MAX_TIMER_MS } from '../../protocol/grpc/deadline.js';
 import { isUnspecifiedHost } from './advertise-address.js';
 import { type HostPort } from '../../platform/config/host-port.js';
 import { SIDECAR_OPTIONS, type RawFlags, type SidecarOptionKey } from './options.js';
-import type { Env } from '../../platform/config/option-reader.js';
-import { OptionReader } from '../../platform/config/option-reader.js';
-import { parseNatsServers } from '../../platform/config/option-reader.js';
+import { OptionReader, parseNatsServers, type Env } from '../../platform/config/option-reader.js';
 
 export interface SidecarConfig {
   readonly listen: HostPort;
@@ -74,99 +72,90 @@ export interface LoadConfig {
   readonly workerId: number | undefined;
 }
 
-export const DEFAULT_LISTEN: HostPort = { host: '0.0.0.0', port: 50050 };
-export const DEFAULT_SYSTEM_PORT = 9090;
-export const DEFAULT_REQUEST_QUEUE_LIMIT = 16;
+// The typed defaults live in the option table (options.ts); these names are for the code that
+// needs one without a parsed config (classes built in tests, help text).
+const D = SIDECAR_OPTIONS;
+export const DEFAULT_REQUEST_QUEUE_LIMIT: number = D.requestQueueLimit.default;
 export const MIN_REQUEST_QUEUE_LIMIT = 2;
-export const DEFAULT_RETRY_PUSHBACK_MS = 250;
-export const DEFAULT_DRAIN_GRACE_MS = 30_000;
-export const DEFAULT_SCRAPE_INTERVAL_MS = 250;
-export const DEFAULT_LOAD_HEARTBEAT_MS = 1000;
+export const DEFAULT_ENGINE_METRICS_FORMAT: EngineMetricsFormatOption = D.engineMetricsFormat.default;
+export const DEFAULT_LOAD_HEARTBEAT_MS: number = D.loadHeartbeatMs.default;
 /** A burst of load changes within this becomes one NATS publish or one WorkerLoad update. */
 export const LOAD_DEBOUNCE_MS = 5;
 /** GetModelInfo, asked until the engine answers: one attempt at a time, this long at most, this far apart. */
 export const MODEL_INFO_TIMEOUT_MS = 5000;
 export const MODEL_INFO_RETRY_MS = 2000;
-export const DEFAULT_KV_BLOCK_SIZE = 16;
-export const DEFAULT_MAX_CONCURRENT_STREAMS = 1000;
+export const DEFAULT_KV_BLOCK_SIZE: number = D.kvBlockSize.default;
+export const DEFAULT_DATA_PARALLEL_SIZE: number = D.dataParallelSize.default;
 /** HTTP/2 stream counts are 31-bit (RFC 9113 section 6.5.2). */
 export const MAX_MAX_CONCURRENT_STREAMS = 2 ** 31 - 1;
-export const DEFAULT_IDLE_TIMEOUT_MS = 300_000;
-export const DEFAULT_HANDSHAKE_TIMEOUT_MS = 10_000;
+export const DEFAULT_IDLE_TIMEOUT_MS: number = D.idleTimeoutMs.default;
+export const DEFAULT_HANDSHAKE_TIMEOUT_MS: number = D.handshakeTimeoutMs.default;
 export const MIN_HANDSHAKE_TIMEOUT_MS = 100;
-export const DEFAULT_UPSTREAM_PING_INTERVAL_MS = 1000;
-export const DEFAULT_UPSTREAM_PING_TIMEOUT_MS = 3000;
-/**
- * One render of the full registry costs about 0.9-2.3 ms of event-loop CPU (measured; most of it
- * prom-client's default process collectors). Once a second bounds a scrape flood to that per
- * second, and a Prometheus scraping every 15 s never sees a value older than 1 s.
- */
-export const DEFAULT_METRICS_CACHE_MS = 1000;
-export const DEFAULT_NATS_LIVENESS_TIMEOUT_MS = 2000;
+export const DEFAULT_UPSTREAM_PING_INTERVAL_MS: number = D.upstreamPingIntervalMs.default;
+export const DEFAULT_UPSTREAM_PING_TIMEOUT_MS: number = D.upstreamPingTimeoutMs.default;
+export const DEFAULT_NATS_LIVENESS_TIMEOUT_MS: number = D.natsLivenessTimeoutMs.default;
 const LOG_LEVELS: readonly LogLevel[] = ['debug', 'info', 'warn', 'error'];
 
 export function parseSidecarConfig(flags: RawFlags, env: Env): SidecarConfig {
   const read = new OptionReader(flags, env, SIDECAR_OPTIONS);
-  const key = (k: SidecarOptionKey): string => k;
-  const engineRequestLimit = read.integer(key('engineRequestLimit'), 1, Number.MAX_SAFE_INTEGER, undefined);
   const config: SidecarConfig = {
-    listen: read.hostPort(key('listen'), true, DEFAULT_LISTEN),
+    listen: read.hostPort('listen', true),
     advertiseAddress: parseAdvertiseAddress(read),
-    upstream: read.hostPort(key('upstream'), false, undefined),
-    systemHost: read.string(key('systemHost'), '0.0.0.0'),
-    systemPort: read.integer(key('systemPort'), 0, 65535, DEFAULT_SYSTEM_PORT),
-    engineRequestLimit,
+    upstream: read.hostPort('upstream', false),
+    systemHost: read.string('systemHost'),
+    systemPort: read.integer('systemPort', 0, 65535),
+    engineRequestLimit: read.integer('engineRequestLimit', 1, Number.MAX_SAFE_INTEGER),
     // Validated even when no limit is set: a typo should not wait for the day the limit is turned on.
-    requestQueueLimit: read.integer(key('requestQueueLimit'), MIN_REQUEST_QUEUE_LIMIT, Number.MAX_SAFE_INTEGER, DEFAULT_REQUEST_QUEUE_LIMIT),
-    retryPushbackMs: read.integer(key('retryPushbackMs'), 0, 3_600_000, DEFAULT_RETRY_PUSHBACK_MS),
-    drainGraceMs: read.integer(key('drainGraceMs'), 0, 3_600_000, DEFAULT_DRAIN_GRACE_MS),
-    statusIntervalMs: read.integer(key('statusIntervalMs'), 0, 3_600_000, undefined),
-    logLevel: read.choice(key('logLevel'), LOG_LEVELS, 'info'),
+    requestQueueLimit: read.integer('requestQueueLimit', MIN_REQUEST_QUEUE_LIMIT, Number.MAX_SAFE_INTEGER),
+    retryPushbackMs: read.integer('retryPushbackMs', 0, 3_600_000),
+    drainGraceMs: read.integer('drainGraceMs', 0, 3_600_000),
+    statusIntervalMs: read.integer('statusIntervalMs', 0, 3_600_000),
+    logLevel: read.choice('logLevel', LOG_LEVELS),
     connections: Object.freeze(parseConnectionConfig(read)),
-    metricsCacheMs: read.integer(key('metricsCacheMs'), 0, 600_000, DEFAULT_METRICS_CACHE_MS),
+    metricsCacheMs: read.integer('metricsCacheMs', 0, 600_000),
     load: Object.freeze(parseLoadConfig(read)),
   };
   read.check();
   return Object.freeze(config);
 }
 
-function parseConnectionConfig(read: OptionReader): ConnectionConfig {
-  const key = (k: SidecarOptionKey): string => k;
+type Reader = OptionReader<typeof SIDECAR_OPTIONS>;
+
+function parseConnectionConfig(read: Reader): ConnectionConfig {
   return {
-    maxConcurrentStreams: read.integer(key('maxConcurrentStreams'), 1, MAX_MAX_CONCURRENT_STREAMS, DEFAULT_MAX_CONCURRENT_STREAMS),
-    idleTimeoutMs: read.integer(key('idleTimeoutMs'), 0, MAX_TIMER_MS, DEFAULT_IDLE_TIMEOUT_MS),
-    handshakeTimeoutMs: read.integer(key('handshakeTimeoutMs'), MIN_HANDSHAKE_TIMEOUT_MS, MAX_TIMER_MS, DEFAULT_HANDSHAKE_TIMEOUT_MS),
-    upstreamPingIntervalMs: read.integer(key('upstreamPingIntervalMs'), 10, 3_600_000, DEFAULT_UPSTREAM_PING_INTERVAL_MS),
-    upstreamPingTimeoutMs: read.integer(key('upstreamPingTimeoutMs'), 10, 3_600_000, DEFAULT_UPSTREAM_PING_TIMEOUT_MS),
+    maxConcurrentStreams: read.integer('maxConcurrentStreams', 1, MAX_MAX_CONCURRENT_STREAMS),
+    idleTimeoutMs: read.integer('idleTimeoutMs', 0, MAX_TIMER_MS),
+    handshakeTimeoutMs: read.integer('handshakeTimeoutMs', MIN_HANDSHAKE_TIMEOUT_MS, MAX_TIMER_MS),
+    upstreamPingIntervalMs: read.integer('upstreamPingIntervalMs', 10, 3_600_000),
+    upstreamPingTimeoutMs: read.integer('upstreamPingTimeoutMs', 10, 3_600_000),
   };
 }
 
-function parseLoadConfig(read: OptionReader): LoadConfig {
-  const key = (k: SidecarOptionKey): string => k;
+function parseLoadConfig(read: Reader): LoadConfig {
   return {
-    engineMetricsUrl: read.url(key('engineMetricsUrl'), ['http:', 'https:']),
-    engineMetricsFormat: read.choice(key('engineMetricsFormat'), ENGINE_METRICS_FORMATS, 'auto'),
-    scrapeIntervalMs: read.integer(key('scrapeIntervalMs'), 10, 600_000, DEFAULT_SCRAPE_INTERVAL_MS),
-    trackOutputBlocks: read.boolean(key('trackOutputBlocks')),
-    kvTotalBlocks: read.integer(key('kvTotalBlocks'), 1, Number.MAX_SAFE_INTEGER, undefined),
-    kvBlockSize: read.integer(key('kvBlockSize'), 1, 1 << 20, DEFAULT_KV_BLOCK_SIZE),
-    maxNumBatchedTokens: read.integer(key('maxNumBatchedTokens'), 1, Number.MAX_SAFE_INTEGER, undefined),
-    dataParallelSize: read.integer(key('dataParallelSize'), 1, 1024, 1),
+    engineMetricsUrl: read.url('engineMetricsUrl', ['http:', 'https:']),
+    engineMetricsFormat: read.choice('engineMetricsFormat', ENGINE_METRICS_FORMATS),
+    scrapeIntervalMs: read.integer('scrapeIntervalMs', 10, 600_000),
+    trackOutputBlocks: read.boolean('trackOutputBlocks'),
+    kvTotalBlocks: read.integer('kvTotalBlocks', 1, Number.MAX_SAFE_INTEGER),
+    kvBlockSize: read.integer('kvBlockSize', 1, 1 << 20),
+    maxNumBatchedTokens: read.integer('maxNumBatchedTokens', 1, Number.MAX_SAFE_INTEGER),
+    dataParallelSize: read.integer('dataParallelSize', 1, 1024),
     servedModelName: parseServedModelName(read),
     natsServers: parseNatsServers(read),
-    namespace: read.string(key('namespace'), 'dynamo'),
-    component: read.string(key('component'), 'backend'),
-    endpoint: read.string(key('endpoint'), 'generate'),
-    loadHeartbeatMs: read.integer(key('loadHeartbeatMs'), 10, 3_600_000, DEFAULT_LOAD_HEARTBEAT_MS),
-    natsLivenessTimeoutMs: read.integer(key('natsLivenessTimeoutMs'), 50, 3_600_000, DEFAULT_NATS_LIVENESS_TIMEOUT_MS),
-    workerId: read.integer(key('workerId'), 0, Number.MAX_SAFE_INTEGER, undefined),
+    namespace: read.string('namespace'),
+    component: read.string('component'),
+    endpoint: read.string('endpoint'),
+    loadHeartbeatMs: read.integer('loadHeartbeatMs', 10, 3_600_000),
+    natsLivenessTimeoutMs: read.integer('natsLivenessTimeoutMs', 50, 3_600_000),
+    workerId: read.integer('workerId', 0, Number.MAX_SAFE_INTEGER),
   };
 }
 
 /** HOST:PORT that a frontend can dial: a wildcard host (0.0.0.0, ::) is refused; port 0 means the bound port. */
-function parseAdvertiseAddress(read: OptionReader): HostPort | undefined {
+function parseAdvertiseAddress(read: Reader): HostPort | undefined {
   const key: SidecarOptionKey = 'advertiseAddress';
-  const address = read.hostPort(key, true, undefined);
+  const address = read.hostPort(key, true);
   if (address !== undefined && isUnspecifiedHost(address.host)) {
     read.problems.push(`${read.raw(key)!.source}: host must be an address frontends can dial, not the wildcard "${address.host}"`);
     return undefined;
@@ -175,9 +164,9 @@ function parseAdvertiseAddress(read: OptionReader): HostPort | undefined {
 }
 
 /** Any non-empty name without control characters (it goes into JSON events and protobuf strings). */
-function parseServedModelName(read: OptionReader): string | undefined {
+function parseServedModelName(read: Reader): string | undefined {
   const key: SidecarOptionKey = 'servedModelName';
-  const name = read.string(key, undefined);
+  const name = read.string(key);
   if (name !== undefined && /[\u0000-\u001f\u007f]/u.test(name)) {
     read.problems.push(`${read.raw(key)!.source} must not contain control characters, got ${JSON.stringify(name)}`);
     return undefined;

@@ -1,7 +1,7 @@
 /**
  * Polls an engine's /metrics and keeps the latest KV load per dp rank.
  *
- *   const s = new EngineScraper({ url, intervalMs: 1000, format: 'auto', logger, onUpdate });
+ *   const s = new EngineScraper({ url, intervalMs: config.scrapeIntervalMs, format: 'auto', logger, onUpdate });
  *   s.start();  ...  s.ranks / s.stale / s.errors  ...  s.stop();
  *
  * Behaviour:
@@ -17,14 +17,17 @@
  *   failure. onUpdate is called on a state change and whenever a good scrape changes the values.
  */
 import type { Logger } from '../../platform/log.js';
+import { DEFAULT_ENGINE_METRICS_FORMAT } from '../config/sidecar-config.js';
 import { parseEngineMetrics, type EngineMetricsFormatOption, type ScrapedLoad } from './engine-metrics-reader.js';
 
 export type FetchText = (url: string, signal: AbortSignal) => Promise<string>;
 
 export interface EngineScraperOptions {
   url: string;
-  intervalMs?: number;
+  /** --scrape-interval-ms. */
+  intervalMs: number;
   timeoutMs?: number;
+  /** Default DEFAULT_ENGINE_METRICS_FORMAT (auto). */
   format?: EngineMetricsFormatOption;
   logger: Logger;
   onUpdate?: () => void;
@@ -78,9 +81,9 @@ export class EngineScraper {
 
   constructor(options: EngineScraperOptions) {
     this.url = options.url;
-    this.intervalMs = options.intervalMs ?? 1000;
+    this.intervalMs = options.intervalMs;
     this.timeoutMs = options.timeoutMs ?? Math.min(5000, Math.max(1000, Math.floor(this.intervalMs * 0.8)));
-    this.format = options.format ?? 'auto';
+    this.format = options.format ?? DEFAULT_ENGINE_METRICS_FORMAT;
     this.logger = options.logger;
     this.onUpdate = options.onUpdate ?? (() => {});
     this.fetchText = options.fetchText ?? defaultFetchText;

@@ -14,7 +14,7 @@
  * - kv_total_blocks: the last scraped total for that rank (capacity does not change while
  *   stale), else the static --kv-total-blocks, else null.
  * - block size for the decode-block arithmetic: last scraped block size, else --kv-block-size
- *   (default 16).
+ *   (default DEFAULT_KV_BLOCK_SIZE).
  * - active_prefill_tokens: sum of prompt tokens of calls in the engine that have not streamed
  *   any output yet. active_decode_blocks: sum over calls in the engine of
  *   ceil((prompt + output so far) / block size), output only with trackOutputBlocks.
@@ -35,7 +35,7 @@
  * that goes idle cannot stay "busy" (Dynamo's stale-busy bug) even if nothing else changes:
  * the next heartbeat snapshot reads false.
  */
-import { DEFAULT_LOAD_HEARTBEAT_MS } from '../config/sidecar-config.js';
+import { DEFAULT_DATA_PARALLEL_SIZE, DEFAULT_KV_BLOCK_SIZE, DEFAULT_LOAD_HEARTBEAT_MS } from '../config/sidecar-config.js';
 import type { ScrapedLoad } from './engine-metrics-reader.js';
 import type { LoadEvent } from '../../protocol/load-event.js';
 
@@ -109,7 +109,7 @@ export class LoadTracker {
   private grpcAddress: string;
 
   constructor(config: LoadTrackerConfig) {
-    const size = config.dataParallelSize ?? 1;
+    const size = config.dataParallelSize ?? DEFAULT_DATA_PARALLEL_SIZE;
     if (!Number.isInteger(size) || size < 1) throw new RangeError(`dataParallelSize must be a positive integer, got ${size}`);
     this.dataParallelSize = size;
     this.config = config;
@@ -258,7 +258,7 @@ export class LoadTracker {
   }
 
   private blockSize(r: Rank): number {
-    return r.scraped?.blockSize ?? this.config.kvBlockSize ?? 16;
+    return r.scraped?.blockSize ?? this.config.kvBlockSize ?? DEFAULT_KV_BLOCK_SIZE;
   }
 
   private blocks(r: Rank, c: Call): number {

@@ -41,7 +41,7 @@
  */
 import { createHash } from 'node:crypto';
 import { connect as natsConnect, type NatsConnection, type NodeConnectionOptions } from '@nats-io/transport-node';
-import { DEFAULT_NATS_LIVENESS_TIMEOUT_MS, LOAD_DEBOUNCE_MS } from '../config/sidecar-config.js';
+import { DEFAULT_LOAD_HEARTBEAT_MS, DEFAULT_NATS_LIVENESS_TIMEOUT_MS, LOAD_DEBOUNCE_MS } from '../config/sidecar-config.js';
 import type { Logger } from '../../platform/log.js';
 import type { LoadEvent } from '../../protocol/load-event.js';
 
@@ -60,7 +60,9 @@ export interface LoadPublisherOptions {
   subject: string;
   source: LoadSource;
   logger: Logger;
+  /** Default LOAD_DEBOUNCE_MS. */
   debounceMs?: number;
+  /** Publish at least this often; default DEFAULT_LOAD_HEARTBEAT_MS. */
   heartbeatMs?: number;
   reconnectTimeWaitMs?: number;
   reconnectJitterMs?: number;
@@ -121,7 +123,7 @@ export class LoadPublisher {
   start(): void {
     if (this.stateValue !== 'idle') return;
     this.unsubscribe = this.options.source.onChange(() => this.scheduleDebounced());
-    this.heartbeat = setTimeout(() => this.publishNow(), this.options.heartbeatMs ?? 1000);
+    this.heartbeat = setTimeout(() => this.publishNow(), this.options.heartbeatMs ?? DEFAULT_LOAD_HEARTBEAT_MS);
     this.heartbeat.unref();
     void this.connectLoop();
   }

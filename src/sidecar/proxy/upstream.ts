@@ -21,9 +21,9 @@ import type { Logger } from '../../platform/log.js';
 
 export interface UpstreamOptions {
   readonly target: HostPort;
-  /** A PING is sent this long after the previous one was answered, on every open session. Default 1000. */
+  /** A PING is sent this long after the previous one was answered, on every open session. Default DEFAULT_UPSTREAM_PING_INTERVAL_MS. */
   readonly pingIntervalMs?: number;
-  /** SETTINGS (after connecting) or a PING answer later than this marks the engine unreachable. Default 3000. */
+  /** SETTINGS (after connecting) or a PING answer later than this marks the engine unreachable. Default DEFAULT_UPSTREAM_PING_TIMEOUT_MS. */
   readonly pingTimeoutMs?: number;
   /** A session that answers nothing for this long is destroyed (its calls fail) and reopened. Default 20000. */
   readonly silentSessionMs?: number;

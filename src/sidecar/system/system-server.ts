@@ -33,12 +33,8 @@ export interface SystemServerOptions {
   /** Body of GET /load. */
   readonly load: () => unknown;
   readonly logger: Logger;
-  /**
-   * Minimum time between two /metrics renders. Default 0 (every scrape renders; concurrent ones
-   * share one render) so embedders and tests see current values; the CLI passes the config's
-   * DEFAULT_METRICS_CACHE_MS.
-   */
-  readonly metricsCacheMs?: number;
+  /** Minimum time between two /metrics renders (--metrics-cache-ms); 0: every scrape renders (concurrent ones share one render). */
+  readonly metricsCacheMs: number;
   /** Close connections idle this long; 0 = never. Default DEFAULT_IDLE_TIMEOUT_MS. */
   readonly idleTimeoutMs?: number;
   /** A request's headers must be complete within this. Default DEFAULT_HANDSHAKE_TIMEOUT_MS. */
@@ -56,7 +52,7 @@ export class SystemServer {
 
   constructor(private readonly options: SystemServerOptions) {
     const { registry } = options;
-    this.metrics = new RenderCache(() => registry.metrics(), { minIntervalMs: options.metricsCacheMs ?? 0, now: options.now });
+    this.metrics = new RenderCache(() => registry.metrics(), { minIntervalMs: options.metricsCacheMs, now: options.now });
     const idleTimeoutMs = options.idleTimeoutMs ?? DEFAULT_IDLE_TIMEOUT_MS;
     const handshakeTimeoutMs = options.handshakeTimeoutMs ?? DEFAULT_HANDSHAKE_TIMEOUT_MS;
     const serverOptions = {

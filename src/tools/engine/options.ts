@@ -1,8 +1,15 @@
 /**
- * Options of the simulated engine: one typed, frozen object, built from defaults plus
- * overrides and validated as a whole so that every problem is reported, not just the first.
+ * Options of the simulated engine, in one table: flag, environment twin (DYN_SIM_ENGINE_*),
+ * typed default and help text. The `engine` command builds its commander options and --help
+ * from it; {@link engineOptionsFromCli} reads flags over env with the OptionReader, and
+ * {@link resolveEngineOptions} (library callers: tests, bench, the demo) takes typed overrides.
+ * Both validate the whole and report every problem at once (ConfigError), each naming its flag,
+ * or the variable it came from.
  */
 import { ConfigError, OptionError } from '../../platform/config/config-error.js';
+import { OptionReader, type Env } from '../../platform/config/option-reader.js';
+import type { OptionSpec } from '../../platform/config/option-spec.js';
+
 export interface EngineOptions {
   /** KV cache size in blocks (vLLM's num_gpu_blocks). */
   readonly numGpuBlocks: number;
@@ -33,44 +40,76 @@ export interface EngineOptions {
   readonly metricsPort: number;
 }
 
-export const DEFAULT_ENGINE_OPTIONS: EngineOptions = Object.freeze({
-  numGpuBlocks: 2048,
-  blockSize: 16,
-  maxNumSeqs: 256,
-  maxNumBatchedTokens: 8192,
-  prefillTokensPerS: 50_000,
-  decodeStepMs: 20,
-  maxOutputTokens: 4096,
-  maxModelLen: 0,
-  earlyStopProb: 0,
-  seed: 0,
-  vocabSize: 32_000,
-  modelName: 'simulated-model',
-  host: '127.0.0.1',
-  port: 0,
-  metricsPort: 0,
-});
+export const ENGINE_OPTIONS = {
+  numGpuBlocks: {
+    flag: '--num-gpu-blocks <n>',
+    env: 'DYN_SIM_ENGINE_NUM_GPU_BLOCKS',
+    default: 2048,
+    help: 'KV cache size in blocks (vllm:cache_config_info num_gpu_blocks)',
+  },
+  blockSize: { flag: '--block-size <tokens>', env: 'DYN_SIM_ENGINE_BLOCK_SIZE', default: 16, help: 'tokens per KV block' },
+  maxNumSeqs: { flag: '--max-num-seqs <n>', env: 'DYN_SIM_ENGINE_MAX_NUM_SEQS', default: 256, help: 'most sequences running at once; more wait in the queue' },
+  maxNumBatchedTokens: {
+    flag: '--max-num-batched-tokens <n>',
+    env: 'DYN_SIM_ENGINE_MAX_NUM_BATCHED_TOKENS',
+    default: 8192,
+    help: 'token budget of one scheduler step (decode + prefill chunks)',
+  },
+  prefillTokensPerS: {
+    flag: '--prefill-tokens-per-s <rate>',
+    env: 'DYN_SIM_ENGINE_PREFILL_TOKENS_PER_S',
+    default: 50_000,
+    help: 'prefill speed in tokens/s; a step lasts prefill tokens / rate longer',
+  },
+  decodeStepMs: {
+    flag: '--decode-step-ms <ms>',
+    env: 'DYN_SIM_ENGINE_DECODE_STEP_MS',
+    default: 20,
+    help: 'duration of a decode step; each running sequence gains one token per step',
+  },
+  maxOutputTokens: {
+    flag: '--max-output-tokens <n>',
+    env: 'DYN_SIM_ENGINE_MAX_OUTPUT_TOKENS',
+    default: 4096,
+    help: 'cap on output tokens per request; larger max_tokens are clamped',
+  },
+  maxModelLen: {
+    flag: '--max-model-len <tokens>',
+    env: 'DYN_SIM_ENGINE_MAX_MODEL_LEN',
+    default: 0,
+    help: 'context limit, prompt + output; 0 = the whole KV cache',
+  },
+  earlyStopProb: {
+    flag: '--early-stop-prob <p>',
+    env: 'DYN_SIM_ENGINE_EARLY_STOP_PROB',
+    default: 0,
+    help: 'per-token chance of finishing early with finish_reason "stop" (0..1)',
+  },
+  seed: { flag: '--seed <n>', env: 'DYN_SIM_ENGINE_SEED', default: 0, help: 'seed of generated token ids and early stops' },
+  vocabSize: { flag: '--vocab-size <n>', env: 'DYN_SIM_ENGINE_VOCAB_SIZE', default: 32_000, help: 'token ids are drawn from 1 .. vocab-size - 1' },
+  modelName: {
+    flag: '--model-name <name>',
+    env: 'DYN_SIM_ENGINE_MODEL_NAME',
+    default: 'simulated-model',
+    help: 'model name in GetModelInfo and the model_name metric label',
+  },
+  host: { flag: '--host <host>', env: 'DYN_SIM_ENGINE_HOST', default: '127.0.0.1', help: 'address both servers listen on' },
+  port: { flag: '--port <port>', env: 'DYN_SIM_ENGINE_PORT', default: 0, help: 'gRPC port (0 = any free port)' },
+  metricsPort: { flag: '--metrics-port <port>', env: 'DYN_SIM_ENGINE_METRICS_PORT', default: 0, help: 'Prometheus /metrics port (0 = any free port)' },
+} as const satisfies Readonly<Record<keyof EngineOptions, OptionSpec>>;
 
-type NumericKey = { [K in keyof EngineOptions]: EngineOptions[K] extends number ? K : never }[keyof EngineOptions];
+type EngineKey = keyof EngineOptions;
+const KEYS = Object.keys(ENGINE_OPTIONS) as EngineKey[];
 
-/** CLI flag of each option, used in error messages for library callers too. */
-export const ENGINE_FLAGS: Readonly<Record<keyof EngineOptions, string>> = Object.freeze({
-  numGpuBlocks: '--num-gpu-blocks',
-  blockSize: '--block-size',
-  maxNumSeqs: '--max-num-seqs',
-  maxNumBatchedTokens: '--max-num-batched-tokens',
-  prefillTokensPerS: '--prefill-tokens-per-s',
-  decodeStepMs: '--decode-step-ms',
-  maxOutputTokens: '--max-output-tokens',
-  maxModelLen: '--max-model-len',
-  earlyStopProb: '--early-stop-prob',
-  seed: '--seed',
-  vocabSize: '--vocab-size',
-  modelName: '--model-name',
-  host: '--host',
-  port: '--port',
-  metricsPort: '--metrics-port',
-});
+type TableDefaults = { readonly [K in EngineKey]: (typeof ENGINE_OPTIONS)[K]['default'] };
+
+/** The table's defaults, as one options object (the type check makes every option have one). */
+export const DEFAULT_ENGINE_OPTIONS: EngineOptions = Object.freeze(Object.fromEntries(KEYS.map((key) => [key, ENGINE_OPTIONS[key].default])) as TableDefaults);
+
+type NumericKey = { [K in EngineKey]: EngineOptions[K] extends number ? K : never }[EngineKey];
+
+/** The flag of an option (`--num-gpu-blocks`): what errors name when a library caller passed the value. */
+const flagOf = (key: EngineKey): string => ENGINE_OPTIONS[key].flag.replace(/ .*/, '');
 
 interface NumberRule {
   readonly integer: boolean;
@@ -102,7 +141,10 @@ function describe(rule: NumberRule): string {
   return `must be ${kind} ${low} and <= ${rule.max}`;
 }
 
-function checkNumber(key: NumericKey, value: unknown): OptionError | undefined {
+/** Where each value came from, for problems: the flag (also for library callers) or the env twin. */
+type Sources = Partial<Record<EngineKey, string>>;
+
+function checkNumber(key: NumericKey, value: unknown, source: string): OptionError | undefined {
   const rule = RULES[key];
   const ok =
     typeof value === 'number' &&
@@ -110,29 +152,34 @@ function checkNumber(key: NumericKey, value: unknown): OptionError | undefined {
     (!rule.integer || Number.isInteger(value)) &&
     (rule.minExclusive ? value > rule.min : value >= rule.min) &&
     value <= rule.max;
-  return ok ? undefined : new OptionError(ENGINE_FLAGS[key], `${describe(rule)}, got ${JSON.stringify(value)}`);
+  return ok ? undefined : new OptionError(source, `${describe(rule)}, got ${JSON.stringify(value)}`);
 }
 
 /** Merges overrides over the defaults and validates; throws {@link ConfigError}. */
 export function resolveEngineOptions(overrides: Partial<EngineOptions> = {}): EngineOptions {
+  return resolve(overrides, {});
+}
+
+function resolve(overrides: Partial<EngineOptions>, sources: Sources): EngineOptions {
   const merged: EngineOptions = { ...DEFAULT_ENGINE_OPTIONS };
   for (const [key, value] of Object.entries(overrides)) {
     if (value !== undefined) (merged as unknown as Record<string, unknown>)[key] = value;
   }
+  const source = (key: EngineKey): string => sources[key] ?? flagOf(key);
   const errors: OptionError[] = [];
   for (const key of Object.keys(RULES) as NumericKey[]) {
-    const error = checkNumber(key, merged[key]);
+    const error = checkNumber(key, merged[key], source(key));
     if (error) errors.push(error);
   }
   for (const key of ['modelName', 'host'] as const) {
     if (typeof merged[key] !== 'string' || merged[key].trim() === '') {
-      errors.push(new OptionError(ENGINE_FLAGS[key], `must be a non-empty string, got ${JSON.stringify(merged[key])}`));
+      errors.push(new OptionError(source(key), `must be a non-empty string, got ${JSON.stringify(merged[key])}`));
     }
   }
   if (errors.length === 0 && merged.maxModelLen > merged.numGpuBlocks * merged.blockSize) {
     errors.push(
       new OptionError(
-        ENGINE_FLAGS.maxModelLen,
+        source('maxModelLen'),
         `must not exceed the KV cache (${merged.numGpuBlocks} blocks * ${merged.blockSize} = ${merged.numGpuBlocks * merged.blockSize} tokens), got ${merged.maxModelLen}`,
       ),
     );
@@ -146,34 +193,39 @@ export function effectiveMaxModelLen(options: EngineOptions): number {
   return options.maxModelLen > 0 ? options.maxModelLen : options.numGpuBlocks * options.blockSize;
 }
 
-/** Raw CLI strings, keyed like the options; a missing key keeps the default. */
-export type EngineCliValues = Partial<Record<keyof EngineOptions, string>>;
+/** Raw flag values as commander hands them, keyed like the options; a missing key is unset. */
+export type EngineCliValues = Partial<Record<EngineKey, string>>;
 
 /**
- * Parses CLI strings strictly (Number("") and "1e3abc" are rejected, unlike parseInt), then
- * validates. Throws {@link ConfigError} listing every bad flag.
+ * Reads flags over their DYN_SIM_ENGINE_* twins with the OptionReader, parses numbers strictly
+ * (Number("") and "1e3abc" are refused, unlike parseInt), then validates. Throws
+ * {@link ConfigError} listing every bad flag or variable.
  */
-export function engineOptionsFromCli(values: EngineCliValues): EngineOptions {
+export function engineOptionsFromCli(values: EngineCliValues, env: Env = {}): EngineOptions {
+  const read = new OptionReader(values, env, ENGINE_OPTIONS);
   const overrides: Record<string, unknown> = {};
+  const sources: Sources = {};
   const errors: OptionError[] = [];
-  for (const [key, raw] of Object.entries(values) as [keyof EngineOptions, string | undefined][]) {
-    if (raw === undefined) continue;
+  for (const key of KEYS) {
+    const found = read.raw(key);
+    if (found === undefined) continue;
+    sources[key] = found.source;
     if (key === 'modelName' || key === 'host') {
-      overrides[key] = raw;
+      overrides[key] = found.value;
       continue;
     }
-    const trimmed = raw.trim();
+    const trimmed = found.value.trim();
     const value = trimmed === '' ? Number.NaN : Number(trimmed);
     if (Number.isNaN(value)) {
-      errors.push(new OptionError(ENGINE_FLAGS[key], `${describe(RULES[key])}, got '${raw}'`));
+      errors.push(new OptionError(found.source, `${describe(RULES[key])}, got '${found.value}'`));
       continue;
     }
     overrides[key] = value;
   }
-  // Unparsable flags were left out above, so resolving still reports every other bad value.
+  // Unparsable values were left out above, so resolving still reports every other bad value.
   let options: EngineOptions | undefined;
   try {
-    options = resolveEngineOptions(overrides);
+    options = resolve(overrides, sources);
   } catch (error) {
     if (!(error instanceof ConfigError)) throw error;
     errors.push(...error.errors);

@@ -1,12 +1,18 @@
 /**
- * Options of the load client: typed, frozen, validated as a whole. CLI strings go through
- * {@link loadOptionsFromCli}; library callers pass numbers to {@link resolveLoadOptions}.
+ * Options of the load client, in one table: flag, environment twin (DYN_LOAD_CLIENT_*), typed
+ * default and help text; the `load` command builds its commander options and --help from it.
+ * CLI strings (flags over env, read with the OptionReader) go through {@link loadOptionsFromCli};
+ * library callers pass numbers to {@link resolveLoadOptions}. Both validate the whole and report
+ * every problem at once (ConfigError), each naming its flag, or the variable it came from.
  * Two sibling modes share everything but the target: `target` (gRPC Generate at an engine or
  * sidecar) or `openai` (chat/completions at an OpenAI-compatible HTTP frontend); exactly one.
  */
 import { ConfigError, OptionError } from '../../platform/config/config-error.js';
 import { parseHostPort } from '../../platform/config/host-port.js';
+import { OptionReader, parseSwitch, type Env } from '../../platform/config/option-reader.js';
+import type { OptionSpec } from '../../platform/config/option-spec.js';
 import { redactUrlCredentials } from '../../platform/log.js';
+
 export interface IntRange {
   readonly min: number;
   readonly max: number;
@@ -54,31 +60,140 @@ export interface LoadOptions {
 /** The frontend's answer when every worker is busy (Dynamo's default; DYN_HTTP_OVERLOAD_STATUS_CODE changes it). */
 export const HTTP_OVERLOADED = 529;
 
+export const LOAD_OPTIONS = {
+  target: { flag: '--target <host:port>', env: 'DYN_LOAD_CLIENT_TARGET', help: 'gRPC: engine or sidecar address (this or --openai is required)' },
+  openai: {
+    flag: '--openai <url>',
+    env: 'DYN_LOAD_CLIENT_OPENAI',
+    help: 'HTTP: base URL of an OpenAI-compatible server such as the frontend, e.g. http://127.0.0.1:8000 (/v1 optional); excludes --target',
+  },
+  model: {
+    flag: '--model <name>',
+    env: 'DYN_LOAD_CLIENT_MODEL',
+    defaultText: 'the first of GET /v1/models, asked once at start',
+    help: '--openai: model to ask for',
+  },
+  api: {
+    flag: '--api <kind>',
+    env: 'DYN_LOAD_CLIENT_API',
+    default: 'chat',
+    help: '--openai: chat (POST /v1/chat/completions, one user message) or completions (POST /v1/completions)',
+  },
+  overloadStatus: {
+    flag: '--overload-status <code>',
+    env: 'DYN_LOAD_CLIENT_OVERLOAD_STATUS',
+    default: Object.freeze([HTTP_OVERLOADED]),
+    defaultText: `${HTTP_OVERLOADED} only`,
+    help: `--openai: also count this HTTP status as a rejection, besides ${HTTP_OVERLOADED} (repeatable or comma-separated; e.g. 503 for a frontend run with DYN_HTTP_OVERLOAD_STATUS_CODE=503)`,
+  },
+  concurrency: {
+    flag: '--concurrency <n>',
+    env: 'DYN_LOAD_CLIENT_CONCURRENCY',
+    default: 1,
+    defaultText: '1 when --rate is not given',
+    help: 'closed loop: requests kept in flight',
+  },
+  rate: { flag: '--rate <per-s>', env: 'DYN_LOAD_CLIENT_RATE', help: 'open loop: new requests per second, whatever is in flight' },
+  arrival: { flag: '--arrival <kind>', env: 'DYN_LOAD_CLIENT_ARRIVAL', default: 'poisson', help: 'open-loop spacing: poisson or fixed' },
+  promptTokens: {
+    flag: '--prompt-tokens <n|min-max>',
+    env: 'DYN_LOAD_CLIENT_PROMPT_TOKENS',
+    default: Object.freeze({ min: 128, max: 128 }),
+    help: 'prompt length in tokens, fixed or uniform in a range',
+  },
+  maxTokens: {
+    flag: '--max-tokens <n|min-max>',
+    env: 'DYN_LOAD_CLIENT_MAX_TOKENS',
+    default: Object.freeze({ min: 64, max: 64 }),
+    help: 'max_tokens per request, fixed or uniform in a range',
+  },
+  durationS: {
+    flag: '--duration-s <s>',
+    env: 'DYN_LOAD_CLIENT_DURATION_S',
+    default: 10,
+    defaultText: '10 when --count is not given',
+    help: 'stop starting requests after this many seconds',
+  },
+  count: {
+    flag: '--count <n>',
+    env: 'DYN_LOAD_CLIENT_COUNT',
+    help: 'stop after this many requests (first attempts); with --duration-s, whichever comes first',
+  },
+  seed: {
+    flag: '--seed <n>',
+    env: 'DYN_LOAD_CLIENT_SEED',
+    default: 0,
+    help: 'seed of prompt lengths, token ids (--openai: words), arrivals and backoff jitter',
+  },
+  deadlineMs: {
+    flag: '--deadline-ms <ms>',
+    env: 'DYN_LOAD_CLIENT_DEADLINE_MS',
+    defaultText: 'none',
+    help: 'gRPC deadline, or HTTP request timeout (--openai), of each attempt',
+  },
+  retry: {
+    flag: '--retry <n>',
+    env: 'DYN_LOAD_CLIENT_RETRY',
+    default: 0,
+    help: 'retries per request on RESOURCE_EXHAUSTED honouring grpc-retry-pushback-ms, or (--openai) on the overload status honouring Retry-After; each attempt counts as sent',
+  },
+  retryMaxMs: {
+    flag: '--retry-max-ms <ms>',
+    env: 'DYN_LOAD_CLIENT_RETRY_MAX_MS',
+    default: 5000,
+    help: 'longest wait before a retry: cap of the exponential backoff and of Retry-After',
+  },
+  graceS: {
+    flag: '--grace-s <s>',
+    env: 'DYN_LOAD_CLIENT_GRACE_S',
+    default: 30,
+    help: 'after stopping, time given to in-flight calls before they are cancelled',
+  },
+  stream: {
+    flag: '--no-stream',
+    env: 'DYN_LOAD_CLIENT_STREAM',
+    default: true,
+    defaultText: 'on: requests stream',
+    help: 'send stream=false (only TTFT is measured, as time to the complete answer); its env twin takes true or false',
+  },
+  json: { flag: '--json', env: 'DYN_LOAD_CLIENT_JSON', default: false, help: 'print the summary as one JSON object on stdout' },
+  quiet: { flag: '--quiet', env: 'DYN_LOAD_CLIENT_QUIET', default: false, help: 'no live progress' },
+} as const satisfies Readonly<Record<string, OptionSpec>>;
+
+type LoadOptionKey = keyof typeof LOAD_OPTIONS;
+
 export const DEFAULT_LOAD_OPTIONS: Omit<LoadOptions, 'target' | 'openai'> = Object.freeze({
   model: undefined,
-  api: 'chat',
-  overloadStatuses: Object.freeze([HTTP_OVERLOADED]),
+  api: LOAD_OPTIONS.api.default,
+  overloadStatuses: LOAD_OPTIONS.overloadStatus.default,
   concurrency: undefined,
   rate: undefined,
-  arrival: 'poisson',
-  promptTokens: { min: 128, max: 128 },
-  maxTokens: { min: 64, max: 64 },
+  arrival: LOAD_OPTIONS.arrival.default,
+  promptTokens: LOAD_OPTIONS.promptTokens.default,
+  maxTokens: LOAD_OPTIONS.maxTokens.default,
   durationS: undefined,
   count: undefined,
-  seed: 0,
+  seed: LOAD_OPTIONS.seed.default,
   deadlineMs: undefined,
-  retry: 0,
+  retry: LOAD_OPTIONS.retry.default,
+  // Library-only knobs (no flag): the first backoff, and how often runLoad reports progress.
   retryBaseMs: 50,
-  retryMaxMs: 5000,
-  stream: true,
-  graceS: 30,
+  retryMaxMs: LOAD_OPTIONS.retryMaxMs.default,
+  stream: LOAD_OPTIONS.stream.default,
+  graceS: LOAD_OPTIONS.graceS.default,
   progressIntervalMs: 1000,
 });
 
 /** Used when neither a duration nor a count is given. */
-export const DEFAULT_DURATION_S = 10;
+export const DEFAULT_DURATION_S: number = LOAD_OPTIONS.durationS.default;
 /** Used when neither a concurrency nor a rate is given. */
-export const DEFAULT_CONCURRENCY = 1;
+export const DEFAULT_CONCURRENCY: number = LOAD_OPTIONS.concurrency.default;
+
+/** The flag of an option (`--retry-max-ms`): what errors name when a library caller passed the value. */
+const flagOf = (key: LoadOptionKey): string => LOAD_OPTIONS[key].flag.replace(/ .*/, '');
+
+/** Where each value came from, for problems: its flag, or the env twin it was read from. */
+type Sources = Partial<Record<LoadOptionKey, string>>;
 
 const isInt = (v: unknown, min: number, max = Number.MAX_SAFE_INTEGER): v is number =>
   typeof v === 'number' && Number.isInteger(v) && v >= min && v <= max;
@@ -103,67 +218,71 @@ export function openAiBaseUrl(text: string): string | { readonly problem: string
   return `${url.origin}${path.endsWith('/v1') ? path : `${path}/v1`}`;
 }
 
-const ONLY_WITH_OPENAI = [
-  ['model', '--model'],
-  ['api', '--api'],
-  ['overloadStatus', '--overload-status'],
-] as const;
+const ONLY_WITH_OPENAI = ['model', 'api', 'overloadStatus'] as const;
 
 const sameStatuses = (a: readonly number[], b: readonly number[]): boolean => a.length === b.length && a.every((c, i) => c === b[i]);
 
 export function resolveLoadOptions(input: Partial<LoadOptions>): LoadOptions {
+  return resolve(input, {});
+}
+
+function resolve(input: Partial<LoadOptions>, sources: Sources): LoadOptions {
   const o = { ...DEFAULT_LOAD_OPTIONS, ...Object.fromEntries(Object.entries(input).filter(([, v]) => v !== undefined)) } as LoadOptions;
+  const source = (key: LoadOptionKey): string => sources[key] ?? flagOf(key);
   const errors: OptionError[] = [];
   const bad = (flag: string, message: string, got: unknown): void => {
     errors.push(new OptionError(flag, `${message}, got ${JSON.stringify(got)}`));
   };
   let openai = o.openai;
   if (o.target !== undefined && o.openai !== undefined) {
-    errors.push(new OptionError('--openai', 'cannot be combined with --target: drive either a gRPC target or an OpenAI-compatible HTTP server'));
+    errors.push(
+      new OptionError(source('openai'), `cannot be combined with ${source('target')}: drive either a gRPC target or an OpenAI-compatible HTTP server`),
+    );
   } else if (o.target === undefined && o.openai === undefined) {
-    errors.push(new OptionError('--target', 'is required (HOST:PORT of the engine or sidecar), or --openai URL of an OpenAI-compatible server'));
+    errors.push(new OptionError(source('target'), 'is required (HOST:PORT of the engine or sidecar), or --openai URL of an OpenAI-compatible server'));
   }
-  if (o.target !== undefined && typeof parseHostPort(String(o.target), false) === 'string') bad('--target', 'must be HOST:PORT', o.target);
+  if (o.target !== undefined && typeof parseHostPort(String(o.target), false) === 'string') bad(source('target'), 'must be HOST:PORT', o.target);
   if (o.openai !== undefined) {
     const base = openAiBaseUrl(String(o.openai));
     if (typeof base === 'string') openai = base;
-    else bad('--openai', base.problem, redactUrlCredentials(String(o.openai)));
+    else bad(source('openai'), base.problem, redactUrlCredentials(String(o.openai)));
   } else {
     // Values other than the defaults (resolving resolved options again must pass); the CLI
     // also refuses the flags given with their default values.
-    if (o.model !== undefined) errors.push(new OptionError('--model', 'applies only with --openai'));
-    if (o.api !== DEFAULT_LOAD_OPTIONS.api) errors.push(new OptionError('--api', 'applies only with --openai'));
+    if (o.model !== undefined) errors.push(new OptionError(source('model'), 'applies only with --openai'));
+    if (o.api !== DEFAULT_LOAD_OPTIONS.api) errors.push(new OptionError(source('api'), 'applies only with --openai'));
     if (!Array.isArray(o.overloadStatuses) || !sameStatuses(o.overloadStatuses, DEFAULT_LOAD_OPTIONS.overloadStatuses)) {
-      errors.push(new OptionError('--overload-status', 'applies only with --openai'));
+      errors.push(new OptionError(source('overloadStatus'), 'applies only with --openai'));
     }
   }
-  if (o.model !== undefined && (typeof o.model !== 'string' || o.model.trim() === '')) bad('--model', 'must be a non-empty name', o.model);
-  if (o.api !== 'chat' && o.api !== 'completions') bad('--api', "must be 'chat' or 'completions'", o.api);
+  if (o.model !== undefined && (typeof o.model !== 'string' || o.model.trim() === '')) bad(source('model'), 'must be a non-empty name', o.model);
+  if (o.api !== 'chat' && o.api !== 'completions') bad(source('api'), "must be 'chat' or 'completions'", o.api);
   if (!Array.isArray(o.overloadStatuses) || o.overloadStatuses.length === 0 || !o.overloadStatuses.every((c) => isInt(c, 400, 599))) {
-    bad('--overload-status', 'must be HTTP status codes from 400 to 599', o.overloadStatuses);
+    bad(source('overloadStatus'), 'must be HTTP status codes from 400 to 599', o.overloadStatuses);
   }
   if (o.concurrency !== undefined && o.rate !== undefined) {
-    errors.push(new OptionError('--rate', 'cannot be combined with --concurrency: choose a closed (concurrency) or open (rate) loop'));
+    errors.push(new OptionError(source('rate'), `cannot be combined with ${source('concurrency')}: choose a closed (concurrency) or open (rate) loop`));
   }
-  if (o.concurrency !== undefined && !isInt(o.concurrency, 1, 100_000)) bad('--concurrency', 'must be an integer from 1 to 100000', o.concurrency);
-  if (o.rate !== undefined && !(isPositive(o.rate) && o.rate <= 1e6)) bad('--rate', 'must be a number > 0 and <= 1000000', o.rate);
-  if (o.arrival !== 'poisson' && o.arrival !== 'fixed') bad('--arrival', "must be 'poisson' or 'fixed'", o.arrival);
-  for (const [flag, range, min] of [
-    ['--prompt-tokens', o.promptTokens, 1],
-    ['--max-tokens', o.maxTokens, 1],
+  if (o.concurrency !== undefined && !isInt(o.concurrency, 1, 100_000)) bad(source('concurrency'), 'must be an integer from 1 to 100000', o.concurrency);
+  if (o.rate !== undefined && !(isPositive(o.rate) && o.rate <= 1e6)) bad(source('rate'), 'must be a number > 0 and <= 1000000', o.rate);
+  if (o.arrival !== 'poisson' && o.arrival !== 'fixed') bad(source('arrival'), "must be 'poisson' or 'fixed'", o.arrival);
+  for (const [key, range, min] of [
+    ['promptTokens', o.promptTokens, 1],
+    ['maxTokens', o.maxTokens, 1],
   ] as const) {
     if (!isInt(range?.min, min, 0xffff_ffff) || !isInt(range?.max, range.min, 0xffff_ffff)) {
-      bad(flag, `must be an integer >= ${min} or a range MIN-MAX with MIN <= MAX`, range);
+      bad(source(key), `must be an integer >= ${min} or a range MIN-MAX with MIN <= MAX`, range);
     }
   }
-  if (o.durationS !== undefined && !isPositive(o.durationS)) bad('--duration-s', 'must be a number > 0', o.durationS);
-  if (o.count !== undefined && !isInt(o.count, 1)) bad('--count', 'must be an integer >= 1', o.count);
-  if (!isInt(o.seed, 0, 0xffff_ffff)) bad('--seed', 'must be an integer from 0 to 4294967295', o.seed);
-  if (o.deadlineMs !== undefined && !isPositive(o.deadlineMs)) bad('--deadline-ms', 'must be a number > 0', o.deadlineMs);
-  if (!isInt(o.retry, 0, 100)) bad('--retry', 'must be an integer from 0 to 100', o.retry);
+  if (o.durationS !== undefined && !isPositive(o.durationS)) bad(source('durationS'), 'must be a number > 0', o.durationS);
+  if (o.count !== undefined && !isInt(o.count, 1)) bad(source('count'), 'must be an integer >= 1', o.count);
+  if (!isInt(o.seed, 0, 0xffff_ffff)) bad(source('seed'), 'must be an integer from 0 to 4294967295', o.seed);
+  if (o.deadlineMs !== undefined && !isPositive(o.deadlineMs)) bad(source('deadlineMs'), 'must be a number > 0', o.deadlineMs);
+  if (!isInt(o.retry, 0, 100)) bad(source('retry'), 'must be an integer from 0 to 100', o.retry);
   if (!isPositive(o.retryBaseMs)) bad('retryBaseMs', 'must be > 0', o.retryBaseMs);
-  else if (!isPositive(o.retryMaxMs) || o.retryMaxMs < o.retryBaseMs) bad('--retry-max-ms', `must be a number >= ${o.retryBaseMs} (the first backoff)`, o.retryMaxMs);
-  if (typeof o.graceS !== 'number' || !(o.graceS >= 0)) bad('--grace-s', 'must be a number >= 0', o.graceS);
+  else if (!isPositive(o.retryMaxMs) || o.retryMaxMs < o.retryBaseMs)
+    bad(source('retryMaxMs'), `must be a number >= ${o.retryBaseMs} (the first backoff)`, o.retryMaxMs);
+  if (typeof o.graceS !== 'number' || !(o.graceS >= 0)) bad(source('graceS'), 'must be a number >= 0', o.graceS);
   if (!isPositive(o.progressIntervalMs)) bad('progressIntervalMs', 'must be > 0', o.progressIntervalMs);
   if (errors.length > 0) throw ConfigError.of(errors);
   const both = o.durationS === undefined && o.count === undefined;
@@ -185,6 +304,7 @@ export function parseIntRange(text: string): IntRange | undefined {
   return { min, max: match[2] === undefined ? min : Number(match[2]) };
 }
 
+/** What commander hands the action, keyed like the table; a missing key is unset. */
 export interface LoadCliValues {
   target?: string;
   openai?: string;
@@ -204,60 +324,98 @@ export interface LoadCliValues {
   deadlineMs?: string;
   retry?: string;
   graceS?: string;
+  /** false: --no-stream (commander sets true when it is absent). */
   stream?: boolean;
+  json?: boolean;
+  quiet?: boolean;
 }
 
-const NUMBER_FLAGS = {
-  concurrency: '--concurrency',
-  rate: '--rate',
-  durationS: '--duration-s',
-  count: '--count',
-  seed: '--seed',
-  deadlineMs: '--deadline-ms',
-  retry: '--retry',
-  retryMaxMs: '--retry-max-ms',
-  graceS: '--grace-s',
-} as const;
+/** The load command's settings: the run's options and how its summary and progress are shown. */
+export interface LoadCommandSettings {
+  readonly options: LoadOptions;
+  readonly json: boolean;
+  readonly quiet: boolean;
+}
 
-/** Strict parse of CLI strings, then {@link resolveLoadOptions}; throws ConfigError naming every bad flag. */
-export function loadOptionsFromCli(values: LoadCliValues): LoadOptions {
+const NUMBER_KEYS = ['concurrency', 'rate', 'durationS', 'count', 'seed', 'deadlineMs', 'retry', 'retryMaxMs', 'graceS'] as const;
+const STRING_KEYS = ['arrival', 'target', 'openai', 'model', 'api'] as const;
+
+/** Strict parse of CLI strings, then {@link resolveLoadOptions}; throws ConfigError naming every bad flag or variable. */
+export function loadOptionsFromCli(values: LoadCliValues, env: Env = {}): LoadOptions {
+  return loadSettingsFromCli(values, env).options;
+}
+
+/**
+ * Reads flags over their DYN_LOAD_CLIENT_* twins with the OptionReader, parses the strings
+ * strictly, then resolves; throws ConfigError naming every bad flag or variable.
+ */
+export function loadSettingsFromCli(values: LoadCliValues, env: Env = {}): LoadCommandSettings {
+  const { overloadStatus, stream, ...scalars } = values;
+  const flags = {
+    ...scalars,
+    overloadStatus: overloadStatus === undefined ? undefined : [overloadStatus].flat().join(','),
+    // Commander reports the absent --no-stream as stream=true; only the flag given means anything.
+    stream: stream === false ? 'false' : undefined,
+  };
+  const read = new OptionReader(flags, env, LOAD_OPTIONS);
   const errors: OptionError[] = [];
-  const out: Record<string, unknown> = { arrival: values.arrival, stream: values.stream, target: values.target, openai: values.openai, model: values.model, api: values.api };
-  if (values.openai === undefined) {
-    for (const [key, flag] of ONLY_WITH_OPENAI) if (values[key] !== undefined) errors.push(new OptionError(flag, 'applies only with --openai'));
+  const sources: Sources = {};
+  const found = (key: LoadOptionKey): { value: string; source: string } | undefined => {
+    const raw = read.raw(key);
+    if (raw !== undefined) sources[key] = raw.source;
+    return raw;
+  };
+  const out: Record<string, unknown> = {};
+  for (const key of STRING_KEYS) out[key] = found(key)?.value;
+  const openaiGiven = out['openai'] !== undefined;
+  if (!openaiGiven) {
+    for (const key of ONLY_WITH_OPENAI) {
+      const given = found(key);
+      if (given !== undefined) errors.push(new OptionError(given.source, 'applies only with --openai'));
+    }
+    // Refused above; not passed on, so they are not reported twice.
+    out['model'] = undefined;
+    out['api'] = undefined;
+  } else {
+    const statuses = found('overloadStatus');
+    if (statuses !== undefined) {
+      const codes = statuses.value.split(',').map((c) => (/^\s*\d{3}\s*$/.test(c) ? Number(c) : Number.NaN));
+      if (codes.some(Number.isNaN))
+        errors.push(new OptionError(statuses.source, `must be HTTP status codes such as 503 (comma-separated or repeated), got '${statuses.value}'`));
+      else out['overloadStatuses'] = [HTTP_OVERLOADED, ...codes];
+    }
   }
-  if (values.overloadStatus !== undefined && values.openai !== undefined) {
-    const raw = [values.overloadStatus].flat().join(',');
-    const codes = raw.split(',').map((c) => (/^\s*\d{3}\s*$/.test(c) ? Number(c) : Number.NaN));
-    if (codes.some(Number.isNaN)) errors.push(new OptionError('--overload-status', `must be HTTP status codes such as 503 (comma-separated or repeated), got '${raw}'`));
-    else out['overloadStatuses'] = [HTTP_OVERLOADED, ...codes];
-  }
-  for (const [key, flag] of Object.entries(NUMBER_FLAGS)) {
-    const raw = values[key as keyof typeof NUMBER_FLAGS];
-    if (raw === undefined) continue;
-    const value = raw.trim() === '' ? Number.NaN : Number(raw);
-    if (Number.isNaN(value)) errors.push(new OptionError(flag, `must be a number, got '${raw}'`));
+  for (const key of NUMBER_KEYS) {
+    const given = found(key);
+    if (given === undefined) continue;
+    const value = given.value.trim() === '' ? Number.NaN : Number(given.value);
+    if (Number.isNaN(value)) errors.push(new OptionError(given.source, `must be a number, got '${given.value}'`));
     else out[key] = value;
   }
-  for (const [key, flag] of [
-    ['promptTokens', '--prompt-tokens'],
-    ['maxTokens', '--max-tokens'],
-  ] as const) {
-    const raw = values[key];
-    if (raw === undefined) continue;
-    const range = parseIntRange(raw);
-    if (range === undefined) errors.push(new OptionError(flag, `must be an integer N or a range MIN-MAX, got '${raw}'`));
+  for (const key of ['promptTokens', 'maxTokens'] as const) {
+    const given = found(key);
+    if (given === undefined) continue;
+    const range = parseIntRange(given.value);
+    if (range === undefined) errors.push(new OptionError(given.source, `must be an integer N or a range MIN-MAX, got '${given.value}'`));
     else out[key] = range;
   }
+  const switches = { stream: true, json: false, quiet: false };
+  for (const key of ['stream', 'json', 'quiet'] as const) {
+    const given = found(key);
+    const value = given === undefined ? read.defaultOf(key) : parseSwitch(given.value);
+    if (value === undefined) errors.push(new OptionError(given!.source, `must be true or false, got '${given!.value}'`));
+    else switches[key] = value;
+  }
+  out['stream'] = switches.stream;
   let options: LoadOptions | undefined;
   try {
-    options = resolveLoadOptions(out);
+    options = resolve(out, sources);
   } catch (error) {
     if (!(error instanceof ConfigError)) throw error;
-    // A flag already refused as unparsable is not reported again for its (absent) value.
+    // A value already refused as unparsable is not reported again for its (absent) value.
     const reported = new Set(errors.map((e) => e.flag));
     errors.push(...error.errors.filter((e) => !reported.has(e.flag)));
   }
   if (errors.length > 0 || options === undefined) throw ConfigError.of(errors);
-  return options;
+  return { options, json: switches.json, quiet: switches.quiet };
 }

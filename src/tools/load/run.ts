@@ -15,7 +15,7 @@ import { setMaxListeners } from 'node:events';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { mulberry32 } from '../../platform/prng.js';
 import type { LoadOptions } from './options.js';
-import { resolveLoadOptions } from './options.js';
+import { DEFAULT_CONCURRENCY, resolveLoadOptions } from './options.js';
 import type { RunningAttempt } from './attempt.js';
 import { openAiTransport } from './openai-transport.js';
 import { retryDelayMs } from './retry.js';
@@ -160,7 +160,7 @@ export async function runLoad(input: Partial<LoadOptions>, hooks: LoadHooks = {}
 
   try {
     if (options.rate !== undefined) await openLoop(options.rate);
-    else await closedLoop(options.concurrency ?? 1);
+    else await closedLoop(options.concurrency ?? DEFAULT_CONCURRENCY);
   } finally {
     clearTimeout(durationTimer);
     clearTimeout(graceTimer);

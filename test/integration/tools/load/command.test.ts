@@ -36,6 +36,23 @@ describe('load command', () => {
     expect(io.progressOut).toEqual([]);
   });
 
+  it('takes every setting from its env twin, the switches too', async () => {
+    const io = {
+      ...fakeIo(),
+      env: {
+        DYN_LOAD_CLIENT_TARGET: engine.address,
+        DYN_LOAD_CLIENT_COUNT: '3',
+        DYN_LOAD_CLIENT_MAX_TOKENS: '2',
+        DYN_LOAD_CLIENT_JSON: 'true',
+        DYN_LOAD_CLIENT_QUIET: '1',
+      },
+    };
+    await program(io).parseAsync(['load'], { from: 'user' });
+    expect(io.exits).toEqual([0]);
+    expect(JSON.parse(io.out.join(''))).toMatchObject({ sent: 3, completed: 3 });
+    expect(io.progressOut).toEqual([]);
+  });
+
   it('prints a summary table and redraws one progress line on a TTY', async () => {
     const io = fakeIo(true);
     await program(io).parseAsync(['load', '--target', engine.address, '--duration-s', '1.2', '--concurrency', '2'], { from: 'user' });

@@ -1,6 +1,7 @@
 // `engine` subcommand usage, in process: --help documents every option, an invalid value or an
 // unknown option exits 2 with one line naming it. Serving and signals: test/integration/tools/engine/command.test.ts.
 import { describe, expect, it } from 'vitest';
+import { ENGINE_OPTIONS } from '../../../../src/tools/engine/options.js';
 import { runMain } from '../../../support/run-main.js';
 
 describe('engine command', () => {
@@ -23,7 +24,14 @@ describe('engine command', () => {
     ]) {
       expect(out).toContain(flag);
     }
+    for (const spec of Object.values(ENGINE_OPTIONS)) expect(out.replace(/\s+/g, ' ')).toContain(`env ${spec.env}`);
     expect(exits).toEqual([0]);
+  });
+
+  it('rejects an invalid env twin with one stderr line naming the variable and exit code 2', async () => {
+    const { err, exits } = await runMain(['engine'], { DYN_SIM_ENGINE_BLOCK_SIZE: 'zero' });
+    expect(err).toMatch(/^error: DYN_SIM_ENGINE_BLOCK_SIZE: must be an integer >= 1 .*got 'zero'\n$/);
+    expect(exits).toEqual([2]);
   });
 
   it('rejects an invalid value with one stderr line naming the flag and exit code 2', async () => {

@@ -2,6 +2,7 @@
 // it, gRPC and --openai alike; --help documents the --openai mode. Runs against servers:
 // test/integration/tools/load/command.test.ts and openai-command.test.ts.
 import { describe, expect, it } from 'vitest';
+import { LOAD_OPTIONS } from '../../../../src/tools/load/options.js';
 import { runMain } from '../../../support/run-main.js';
 
 describe('load command', () => {
@@ -16,6 +17,12 @@ describe('load command', () => {
     expect(exits).toEqual([2]);
     expect(err.split('\n').filter(Boolean)).toHaveLength(1);
     expect(err).toContain(`${flag}:`);
+  });
+
+  it('exits 2 with one line naming the variable of a bad env twin', async () => {
+    const { err, exits } = await runMain(['load', '--target', '127.0.0.1:1'], { DYN_LOAD_CLIENT_CONCURRENCY: '0' });
+    expect(exits).toEqual([2]);
+    expect(err).toBe('error: DYN_LOAD_CLIENT_CONCURRENCY: must be an integer from 1 to 100000, got 0\n');
   });
 
   it('exits 2 when --target is missing', async () => {
@@ -47,6 +54,7 @@ describe('load --openai command', () => {
     const { out, exits } = await runMain(['load', '--help']);
     expect(exits).toEqual([0]);
     for (const flag of ['--openai <url>', '--model <name>', '--api <kind>', '--overload-status <code>', '--retry-max-ms <ms>']) expect(out).toContain(flag);
+    for (const spec of Object.values(LOAD_OPTIONS)) expect(out.replace(/\s+/g, ' ')).toContain(`env ${spec.env}`);
     expect(out).toContain('load --openai http://127.0.0.1:8000 --concurrency 64 --duration-s 20');
   });
 });
