@@ -107,7 +107,9 @@ async function main(): Promise<number> {
 
   const output = [
     `dynamo-sidecar benchmark: ${machine.cores} cores, ${machine.cpuModel}, node ${machine.node}, haproxy ${machine.versions['haproxy']}, nginx ${machine.versions['nginx']}, h2load ${machine.versions['h2load']}`,
-    `load average at start ${machine.loadAverageAtStart.join(' ')}, at end ${loadavg().map((l) => l.toFixed(2)).join(' ')} (other work on the machine skews absolute figures; interleaving keeps ratios fair)`,
+    `load average at start ${machine.loadAverageAtStart.join(' ')}, at end ${loadavg()
+      .map((l) => l.toFixed(2))
+      .join(' ')} (other work on the machine skews absolute figures; interleaving keeps ratios fair)`,
     `CPU placement: ${plan.description}; rounds per scenario: ${options.rounds} (targets interleaved A B C D per round)${options.quick ? '; QUICK smoke configuration' : ''}`,
     '',
     ...results.map((r) => `${renderScenario(r)}\n`),

@@ -32,7 +32,9 @@ export function evaluateGoals(results: readonly ScenarioResult[]): GoalResult[] 
         goal: `scenario 1 (${target}): req/s >= HAProxy and >= 80% of direct`,
         met,
         measured: `${formatNumber(s)} req/s = ${pct(vsH)} of HAProxy (${formatNumber(h)}), ${pct(vsD)} of direct (${formatNumber(d)})`,
-        margin: met ? 'met' : `short by ${Number.isFinite(vsH) && vsH < 1 ? `${formatNumber(h - s)} req/s vs HAProxy` : ''}${vsD < 0.8 ? `${Number.isFinite(vsH) && vsH < 1 ? ', ' : ''}${formatNumber(0.8 * d - s)} req/s vs 80% of direct` : ''}`,
+        margin: met
+          ? 'met'
+          : `short by ${Number.isFinite(vsH) && vsH < 1 ? `${formatNumber(h - s)} req/s vs HAProxy` : ''}${vsD < 0.8 ? `${Number.isFinite(vsH) && vsH < 1 ? ', ' : ''}${formatNumber(0.8 * d - s)} req/s vs 80% of direct` : ''}`,
       });
     }
   }
@@ -46,7 +48,10 @@ export function evaluateGoals(results: readonly ScenarioResult[]): GoalResult[] 
       measured: `flood: ${formatNumber(perCore)} msg per proxy CPU-second (${formatNumber(fig(results, 'streaming', 'sidecar', 'cpuUsPerMsg'), 2)} us/msg, several messages per DATA chunk); paced, one message per chunk: ${formatNumber(fig(results, 'streaming', 'sidecar', 'pacedCpuUsPerMsg'), 2)} us/msg; added p99 ${formatNumber(added)} us (paced)`,
       margin: met
         ? 'met'
-        : [perCore < 100_000 ? `throughput ${pct(perCore / 100_000)} of goal (needs <= 10 us/msg)` : '', added >= 1000 ? `added p99 ${formatNumber(added - 1000)} us over` : '']
+        : [
+            perCore < 100_000 ? `throughput ${pct(perCore / 100_000)} of goal (needs <= 10 us/msg)` : '',
+            added >= 1000 ? `added p99 ${formatNumber(added - 1000)} us over` : '',
+          ]
             .filter(Boolean)
             .join('; '),
     });
@@ -77,6 +82,7 @@ export function evaluateGoals(results: readonly ScenarioResult[]): GoalResult[] 
 
 export function renderGoals(goals: readonly GoalResult[]): string {
   const lines = ['== Goals'];
-  for (const g of goals) lines.push(`[${g.met === null ? 'n/a ' : g.met ? 'MET ' : 'MISS'}] ${g.goal}: ${g.measured}${g.met === false ? ` -- ${g.margin}` : ''}`);
+  for (const g of goals)
+    lines.push(`[${g.met === null ? 'n/a ' : g.met ? 'MET ' : 'MISS'}] ${g.goal}: ${g.measured}${g.met === false ? ` -- ${g.margin}` : ''}`);
   return lines.join('\n');
 }

@@ -51,7 +51,12 @@ export async function runMemory(ctx: BenchContext): Promise<ScenarioResult> {
       result.rows,
       result.errors,
       async (name) => {
-        const target = await startTarget(specs.find((s) => s.name === name)!, upstream.port, ctx.plan, ctx.dir);
+        const target = await startTarget(
+          specs.find((s) => s.name === name)!,
+          upstream.port,
+          ctx.plan,
+          ctx.dir,
+        );
         try {
           return await measureTarget(ctx, target, steps);
         } finally {

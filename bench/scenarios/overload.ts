@@ -76,7 +76,9 @@ export async function runOverload(ctx: BenchContext): Promise<ScenarioResult> {
           durationMs + 60_000,
         );
         const cpu = meter.stop();
-        ctx.log(`  overload ${name}: ${r.rejectedPerSec.toFixed(0)} rejected/s, ${r.okPerSec.toFixed(0)} ok/s, reject p99 ${r.rejectLatencyUs.p99.toFixed(0)} us`);
+        ctx.log(
+          `  overload ${name}: ${r.rejectedPerSec.toFixed(0)} rejected/s, ${r.okPerSec.toFixed(0)} ok/s, reject p99 ${r.rejectLatencyUs.p99.toFixed(0)} us`,
+        );
         if (Object.keys(r.otherKinds).length) result.extra = { ...result.extra, [`${name}-other-kinds-round`]: r.otherKinds };
         return {
           offeredPerSec: r.offeredPerSec,

@@ -28,17 +28,34 @@ export async function runProfiles(ctx: BenchContext): Promise<ProfileSummary[]> 
     const seconds = ctx.options.quick ? 1 : 4;
     if (ctx.options.scenarios.includes('unary')) {
       const load = `h2load -D ${seconds} -c 8 -m 8, 100 B unary echo`;
-      out.push({ scenario: 'unary', load, digest: await profiled(ctx, 'unary', upstream.port, async (port) => {
-        await h2load({ port, path: '/bench.Bench/Unary', bodyFile: writeBodyFile(ctx.dir, 100), durationS: seconds, clients: 8, streamsPerClient: 8, cpus: ctx.plan.client, dir: ctx.dir });
-      }) });
+      out.push({
+        scenario: 'unary',
+        load,
+        digest: await profiled(ctx, 'unary', upstream.port, async (port) => {
+          await h2load({
+            port,
+            path: '/bench.Bench/Unary',
+            bodyFile: writeBodyFile(ctx.dir, 100),
+            durationS: seconds,
+            clients: 8,
+            streamsPerClient: 8,
+            cpus: ctx.plan.client,
+            dir: ctx.dir,
+          });
+        }),
+      });
     }
     if (ctx.options.scenarios.includes('streaming')) {
       // Paced: one message per write, the regime where the latency goal is judged.
       const load = 'stream-client paced, 256 concurrent calls, one token per stream every 20 ms';
-      out.push({ scenario: 'streaming', load, digest: await profiled(ctx, 'streaming', upstream.port, async (port) => {
-        const params = streamClientParams(port, 'paced', ctx.options.quick);
-        await runClient('stream-client', params, ctx.plan.client, 60_000);
-      }) });
+      out.push({
+        scenario: 'streaming',
+        load,
+        digest: await profiled(ctx, 'streaming', upstream.port, async (port) => {
+          const params = streamClientParams(port, 'paced', ctx.options.quick);
+          await runClient('stream-client', params, ctx.plan.client, 60_000);
+        }),
+      });
     }
   } finally {
     await upstream.stop();
@@ -68,12 +85,19 @@ export function renderProfiles(profiles: readonly ProfileSummary[]): string {
   for (const p of profiles) {
     const d = p.digest;
     parts.push(`== sidecar CPU profile, ${p.scenario} (${p.load}): busy ${d.busyMs.toFixed(0)} ms of ${d.totalMs.toFixed(0)} ms sampled`);
-    parts.push(renderTable(['area', 'self ms', 'self % of busy'], d.areas.map((a) => [a.area, a.selfMs.toFixed(0), a.selfPct.toFixed(1)])));
+    parts.push(
+      renderTable(
+        ['area', 'self ms', 'self % of busy'],
+        d.areas.map((a) => [a.area, a.selfMs.toFixed(0), a.selfPct.toFixed(1)]),
+      ),
+    );
     parts.push('');
-    parts.push(renderTable(
+    parts.push(
+      renderTable(
         ['top self-time function', 'where', 'self ms', '%', 'main caller'],
         d.top.map((f) => [f.name, f.where, f.selfMs.toFixed(0), f.selfPct.toFixed(1), f.topCaller]),
-      ));
+      ),
+    );
     parts.push('');
   }
   return parts.join('\n');

@@ -79,7 +79,8 @@ export async function runStreaming(ctx: BenchContext): Promise<ScenarioResult> {
       const r = await runClient<StreamClientResult>('stream-client', params, ctx.plan.client, params['warmupMs']! + params['durationMs']! + 30_000);
       // The meter spans warm-up too: scale CPU to the measured window by wall time.
       const cpu = meter.stop() * (params['durationMs']! / (params['warmupMs']! + params['durationMs']!));
-      if (r.messages === 0) throw new Error(`${mode}: no messages received (${r.callsFailed} failed calls); upstream stderr: ${upstream.process.stderr().slice(-300)}`);
+      if (r.messages === 0)
+        throw new Error(`${mode}: no messages received (${r.callsFailed} failed calls); upstream stderr: ${upstream.process.stderr().slice(-300)}`);
       return { r, cpu };
     };
     await interleave(
@@ -91,7 +92,9 @@ export async function runStreaming(ctx: BenchContext): Promise<ScenarioResult> {
         // Paced first: a flood leaves buffered bytes behind that would colour the latency run.
         const paced = await runMode(name, 'paced');
         const flood = await runMode(name, 'flood');
-        ctx.log(`  streaming ${name}: flood ${flood.r.messagesPerSec} msg/s (${flood.r.messages} msgs, ${flood.r.callsFailed} failed calls), paced ${paced.r.messages} msgs p99 ${paced.r.latencyUs.p99} us`);
+        ctx.log(
+          `  streaming ${name}: flood ${flood.r.messagesPerSec} msg/s (${flood.r.messages} msgs, ${flood.r.callsFailed} failed calls), paced ${paced.r.messages} msgs p99 ${paced.r.latencyUs.p99} us`,
+        );
         const seconds = flood.r.messages / flood.r.messagesPerSec;
         const cpuUsPerMsg = (flood.cpu * 1e6) / flood.r.messages;
         return {

@@ -34,7 +34,7 @@ export async function runUnary(ctx: BenchContext): Promise<ScenarioResult> {
       'req/s from h2load; p50/p99 from h2load --log-file (per-request elapsed us)',
       'proxy CPU us/req = (utime+stime of the proxy process tree from /proc/PID/stat, after - before the h2load run) / requests done',
       `admission on: sidecar --engine-request-limit ${NEVER_REJECT.limit} (Q=${NEVER_REJECT.queue}); haproxy server maxconn ${NEVER_REJECT.limit} maxqueue ${NEVER_REJECT.queue}; nginx limit_conn ${NEVER_REJECT.limit} per server; haproxy and nginx always run with these limits`,
-      'grpcOk/grpcOther: grpc-status counts from the sidecar\'s dynamo_sidecar_requests_total; h2load itself only checks :status (2xx counted as ok)',
+      "grpcOk/grpcOther: grpc-status counts from the sidecar's dynamo_sidecar_requests_total; h2load itself only checks :status (2xx counted as ok)",
       quick ? 'quick mode: no warm-up run' : 'each target gets one 1 s warm-up run (JIT) before the measured rounds',
     ],
     [

@@ -35,7 +35,13 @@ backend be
 `;
 }
 
-export async function startHaproxy(name: string, dir: string, upstreamPort: number, admission: AdmissionSettings | undefined, cpus: string | undefined): Promise<Target> {
+export async function startHaproxy(
+  name: string,
+  dir: string,
+  upstreamPort: number,
+  admission: AdmissionSettings | undefined,
+  cpus: string | undefined,
+): Promise<Target> {
   const port = await freePort();
   const cfg = join(dir, `${name}.haproxy.cfg`);
   writeFileSync(cfg, haproxyConfig(dir, port, upstreamPort, admission));

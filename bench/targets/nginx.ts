@@ -49,7 +49,13 @@ ${limit}      grpc_pass grpc://engine;
 `;
 }
 
-export async function startNginx(name: string, dir: string, upstreamPort: number, admission: AdmissionSettings | undefined, cpus: string | undefined): Promise<Target> {
+export async function startNginx(
+  name: string,
+  dir: string,
+  upstreamPort: number,
+  admission: AdmissionSettings | undefined,
+  cpus: string | undefined,
+): Promise<Target> {
   const port = await freePort();
   const prefix = join(dir, name);
   mkdirSync(join(prefix, 'nginx-tmp'), { recursive: true });

@@ -44,7 +44,11 @@ export function registerDemoCommand(program: Command, io: CommandIo): Command {
     .option('--http-port <port>', "the frontend's HTTP port; 0 picks a free one", String(d.httpPort))
     .option('--workers <n>', 'simulated workers (engine + sidecar each), 1..16', String(d.workers))
     .option('--engine-request-limit <n>', `each sidecar's engine request limit N (queue Q = ${d.requestQueueLimit})`, String(d.engineRequestLimit))
-    .option('--active-decode-blocks-threshold <fraction>', `the frontend's --active-decode-blocks-threshold (each engine has ${d.numGpuBlocks} KV blocks)`, String(d.decodeBlocksThreshold))
+    .option(
+      '--active-decode-blocks-threshold <fraction>',
+      `the frontend's --active-decode-blocks-threshold (each engine has ${d.numGpuBlocks} KV blocks)`,
+      String(d.decodeBlocksThreshold),
+    )
     .option('--quiet', 'no status line');
   applyUsageExit(command, io);
   command.action(async (flags: DemoFlags) => {
@@ -57,7 +61,10 @@ export function registerDemoCommand(program: Command, io: CommandIo): Command {
     try {
       // Parsed by the real parsers, so a bad value gets the same message as on the real commands.
       parseSidecarConfig({ engineRequestLimit: flags.engineRequestLimit }, {});
-      frontendConfig = parseFrontendConfig({ httpPort: flags.httpPort, activeDecodeBlocksThreshold: flags.activeDecodeBlocksThreshold, workers: ['127.0.0.1:1'] }, {});
+      frontendConfig = parseFrontendConfig(
+        { httpPort: flags.httpPort, activeDecodeBlocksThreshold: flags.activeDecodeBlocksThreshold, workers: ['127.0.0.1:1'] },
+        {},
+      );
     } catch (err) {
       if (!(err instanceof ConfigError)) throw err;
       for (const problem of err.problems) io.stderr.write(`dynamo-sidecar demo: ${problem}\n`);
@@ -83,10 +90,23 @@ async function runDemo(count: number, flags: DemoFlags, httpPort: number, io: Co
       const engine = await startSimulatedEngine({ host: '127.0.0.1', port: 0, metricsPort: 0, numGpuBlocks: DEMO_DEFAULTS.numGpuBlocks, seed: i });
       engines.push(engine);
       const config = parseSidecarConfig(
-        { listen: '127.0.0.1:0', systemHost: '127.0.0.1', systemPort: '0', engineRequestLimit: flags.engineRequestLimit, maxNumBatchedTokens: String(engine.options.maxNumBatchedTokens), workerId: String(i + 1) },
+        {
+          listen: '127.0.0.1:0',
+          systemHost: '127.0.0.1',
+          systemPort: '0',
+          engineRequestLimit: flags.engineRequestLimit,
+          maxNumBatchedTokens: String(engine.options.maxNumBatchedTokens),
+          workerId: String(i + 1),
+        },
         { DYN_DYNAMO_REQUEST_QUEUE_LIMIT: String(DEMO_DEFAULTS.requestQueueLimit) },
       );
-      sidecars.push(await startSidecar(config, { logger: logger.child({ worker: i + 1 }), upstream: { host: '127.0.0.1', port: engine.grpcPort }, engineMetricsUrl: engine.metricsUrl }));
+      sidecars.push(
+        await startSidecar(config, {
+          logger: logger.child({ worker: i + 1 }),
+          upstream: { host: '127.0.0.1', port: engine.grpcPort },
+          engineMetricsUrl: engine.metricsUrl,
+        }),
+      );
     }
     const workers = sidecars.map((s) => `127.0.0.1:${s.ingressPort}`);
     const config = parseFrontendConfig({ httpPort: String(httpPort), activeDecodeBlocksThreshold: flags.activeDecodeBlocksThreshold, workers }, {});
@@ -95,7 +115,10 @@ async function runDemo(count: number, flags: DemoFlags, httpPort: number, io: Co
     io.stdout.write(
       [
         `dynamo-sidecar demo: frontend ${describeFrontend(config, frontend.port)}`,
-        ...sidecars.map((s, i) => `dynamo-sidecar demo: worker ${i + 1}: sidecar 127.0.0.1:${s.ingressPort} (N=${flags.engineRequestLimit}, Q=${DEMO_DEFAULTS.requestQueueLimit}, metrics http://127.0.0.1:${s.systemPort}/metrics) -> simulated engine ${engines[i]!.address} (${DEMO_DEFAULTS.numGpuBlocks} KV blocks)`),
+        ...sidecars.map(
+          (s, i) =>
+            `dynamo-sidecar demo: worker ${i + 1}: sidecar 127.0.0.1:${s.ingressPort} (N=${flags.engineRequestLimit}, Q=${DEMO_DEFAULTS.requestQueueLimit}, metrics http://127.0.0.1:${s.systemPort}/metrics) -> simulated engine ${engines[i]!.address} (${DEMO_DEFAULTS.numGpuBlocks} KV blocks)`,
+        ),
         'try:',
         `  curl -s ${url}/v1/models`,
         `  curl -s ${url}/v1/chat/completions -H 'Content-Type: application/json' -d '{"model":"${engines[0]!.options.modelName}","messages":[{"role":"user","content":"hello there"}],"max_tokens":16}'`,

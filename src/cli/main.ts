@@ -15,7 +15,9 @@ import { RUN_HELP_EPILOGUE, registerRunCommand } from './run-command.js';
 
 export function buildProgram(io: CommandIo): Command {
   const program = new Command('dynamo-sidecar')
-    .description('Worker-side admission sidecar for LLM inference engines (gRPC): caps calls in the engine, queues a few, rejects the rest with RESOURCE_EXHAUSTED.')
+    .description(
+      'Worker-side admission sidecar for LLM inference engines (gRPC): caps calls in the engine, queues a few, rejects the rest with RESOURCE_EXHAUSTED.',
+    )
     .showHelpAfterError('(run with --help for usage)');
   applyUsageExit(program, io);
   const run = registerRunCommand(program, io);

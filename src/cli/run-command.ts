@@ -59,7 +59,9 @@ export function registerRunCommand(program: Command, io: CommandIo): Command {
 
 function describeAdmission(config: SidecarConfig): string {
   const limit = config.engineRequestLimit;
-  return limit === undefined ? 'admission off' : `engine request limit ${limit} + queue ${config.requestQueueLimit} (hard cap ${limit + config.requestQueueLimit})`;
+  return limit === undefined
+    ? 'admission off'
+    : `engine request limit ${limit} + queue ${config.requestQueueLimit} (hard cap ${limit + config.requestQueueLimit})`;
 }
 
 async function runSidecar(requested: SidecarConfig, io: CommandIo): Promise<void> {
@@ -95,8 +97,11 @@ async function runSidecar(requested: SidecarConfig, io: CommandIo): Promise<void
     return io.exit(1);
   }
   const listen = formatHostPort({ host: config.listen.host, port: sidecar.ingressPort });
-  io.stdout.write(`dynamo-sidecar: listening on ${listen}, upstream ${sidecar.upstreamAddress}, ${describeAdmission(config)}, system port ${sidecar.systemPort}\n`);
-  if (demo) io.stdout.write(`dynamo-sidecar: try: ./bin/dynamo-sidecar load --target ${listen.replace('0.0.0.0', '127.0.0.1')} --concurrency 200 --duration-s 20\n`);
+  io.stdout.write(
+    `dynamo-sidecar: listening on ${listen}, upstream ${sidecar.upstreamAddress}, ${describeAdmission(config)}, system port ${sidecar.systemPort}\n`,
+  );
+  if (demo)
+    io.stdout.write(`dynamo-sidecar: try: ./bin/dynamo-sidecar load --target ${listen.replace('0.0.0.0', '127.0.0.1')} --concurrency 200 --duration-s 20\n`);
   logger.info('started', {
     listen_port: sidecar.ingressPort,
     system_port: sidecar.systemPort,

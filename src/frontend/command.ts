@@ -31,7 +31,7 @@ const collect = (value: string, previous: string[] = []): string[] => [...previo
 export function registerFrontendCommand(program: Command, io: CommandIo): Command {
   const command = program
     .command('frontend')
-    .description('run the frontend: OpenAI-compatible HTTP router over the workers\' sidecars, answering 529 when every worker is busy');
+    .description("run the frontend: OpenAI-compatible HTTP router over the workers' sidecars, answering 529 when every worker is busy");
   for (const [key, spec] of Object.entries(FRONTEND_OPTIONS) as [string, OptionSpec][]) {
     if (!spec.flag) continue;
     const option = new Option(spec.flag, describeOption(spec));
@@ -57,8 +57,12 @@ export function registerFrontendCommand(program: Command, io: CommandIo): Comman
 /** One line saying what runs: used by the startup line and the demo. */
 export function describeFrontend(config: FrontendConfig, port: number): string {
   const host = config.httpHost === '0.0.0.0' ? '127.0.0.1' : config.httpHost;
-  const sources = [config.workers.length ? `workers ${config.workers.join(',')}` : '', config.natsServers ? `nats ${config.natsServers.join(',')}` : ''].filter(Boolean).join(', ');
-  const set = Object.entries(config.thresholds).filter(([, v]) => v !== null).map(([k, v]) => `${k}=${v}`);
+  const sources = [config.workers.length ? `workers ${config.workers.join(',')}` : '', config.natsServers ? `nats ${config.natsServers.join(',')}` : '']
+    .filter(Boolean)
+    .join(', ');
+  const set = Object.entries(config.thresholds)
+    .filter(([, v]) => v !== null)
+    .map(([k, v]) => `${k}=${v}`);
   return `listening on http://${host}:${port}, ${sources}, router ${config.routerMode}, thresholds ${set.length ? set.join(' ') : 'none (busy rejection off)'}`;
 }
 
@@ -77,7 +81,12 @@ async function runFrontend(config: FrontendConfig, io: CommandIo): Promise<void>
     return io.exit(err instanceof NoLoadSourceError ? USAGE_EXIT_CODE : 1);
   }
   io.stdout.write(`dynamo-frontend: ${describeFrontend(config, frontend.port)}\n`);
-  logger.info('started', { port: frontend.port, admin_port: frontend.adminPort ?? frontend.port, admin_api: config.adminApi, tokenizer: frontend.tokenizer.name });
+  logger.info('started', {
+    port: frontend.port,
+    admin_port: frontend.adminPort ?? frontend.port,
+    admin_api: config.adminApi,
+    tokenizer: frontend.tokenizer.name,
+  });
   const signal = await waitForSignal(io);
   onFirstSignal(io, () => io.exit(1));
   await stopFrontend(frontend, logger, signal);

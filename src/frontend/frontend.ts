@@ -58,10 +58,32 @@ export async function startFrontend(config: FrontendConfig, deps: FrontendDeps):
   );
   const thresholds: ThresholdStore = new ThresholdStore(config.thresholds, (model, current) => router.inactiveChecks(model, current));
   const nats = config.natsServers
-    ? new NatsLoadSource({ servers: config.natsServers, namespace: config.namespace, component: config.component, endpoint: config.endpoint, pool, now, logger: logger.child({ component: 'nats' }) })
+    ? new NatsLoadSource({
+        servers: config.natsServers,
+        namespace: config.namespace,
+        component: config.component,
+        endpoint: config.endpoint,
+        pool,
+        now,
+        logger: logger.child({ component: 'nats' }),
+      })
     : undefined;
-  const push = config.workers.length ? new PushLoadSource({ addresses: config.workers, pool, now, logger: logger.child({ component: 'worker-load' }), defaultHeartbeatMs: config.loadHeartbeatMs }) : undefined;
-  registerWorkerMetrics(registry, pool, router, now, [nats, push].filter((s) => s !== undefined));
+  const push = config.workers.length
+    ? new PushLoadSource({
+        addresses: config.workers,
+        pool,
+        now,
+        logger: logger.child({ component: 'worker-load' }),
+        defaultHeartbeatMs: config.loadHeartbeatMs,
+      })
+    : undefined;
+  registerWorkerMetrics(
+    registry,
+    pool,
+    router,
+    now,
+    [nats, push].filter((s) => s !== undefined),
+  );
   const sweep = setInterval(() => {
     for (const workerId of pool.sweep(now())) logger.info('worker forgotten: no load event for 10 heartbeats', { worker_id: workerId });
   }, config.loadHeartbeatMs);

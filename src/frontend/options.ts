@@ -9,15 +9,30 @@ import type { OptionSpec } from '../platform/config/option-spec.js';
 
 export const FRONTEND_OPTIONS = {
   httpHost: { flag: '--http-host <host>', env: 'DYN_HTTP_HOST', default: '0.0.0.0', help: 'address of the OpenAI-compatible HTTP server' },
-  httpPort: { flag: '--http-port <port>', env: 'DYN_HTTP_PORT', default: 8000, help: 'port of the HTTP server (API, /busy_threshold, /metrics, /live, /ready); 0 picks a free port' },
+  httpPort: {
+    flag: '--http-port <port>',
+    env: 'DYN_HTTP_PORT',
+    default: 8000,
+    help: 'port of the HTTP server (API, /busy_threshold, /metrics, /live, /ready); 0 picks a free port',
+  },
   workers: {
     flag: '--worker <host:port>',
     env: 'DYN_FRONTEND_WORKERS',
     defaultText: 'none',
     help: "a worker's sidecar (gRPC), repeatable (env: comma-separated); its load is pushed by the sidecar over that address (no broker needed)",
   },
-  natsUrl: { flag: '--nats-url <url>', env: 'NATS_SERVER', defaultText: 'none', help: "NATS server to read the sidecars' load events from; workers appear with their first event" },
-  namespace: { flag: '--namespace <name>', env: 'DYN_NAMESPACE', default: 'dynamo', help: 'load subject namespace.{ns}.component.{component}.endpoint.{endpoint}.kv_metrics, as the sidecars publish it' },
+  natsUrl: {
+    flag: '--nats-url <url>',
+    env: 'NATS_SERVER',
+    defaultText: 'none',
+    help: "NATS server to read the sidecars' load events from; workers appear with their first event",
+  },
+  namespace: {
+    flag: '--namespace <name>',
+    env: 'DYN_NAMESPACE',
+    default: 'dynamo',
+    help: 'load subject namespace.{ns}.component.{component}.endpoint.{endpoint}.kv_metrics, as the sidecars publish it',
+  },
   component: { flag: '--component <name>', env: 'DYN_COMPONENT', default: 'backend', help: 'subject component segment' },
   endpoint: { flag: '--endpoint <name>', env: 'DYN_ENDPOINT', default: 'generate', help: 'subject endpoint segment' },
   routerMode: {
@@ -54,7 +69,7 @@ export const FRONTEND_OPTIONS = {
   admissionControl: {
     flag: '--admission-control <mode>',
     env: 'DYN_ADMISSION_CONTROL',
-    help: "accepted for Dynamo launch lines and ignored with a warning: set the thresholds you want instead",
+    help: 'accepted for Dynamo launch lines and ignored with a warning: set the thresholds you want instead',
   },
   overloadStatus: {
     env: 'DYN_HTTP_OVERLOAD_STATUS_CODE',
@@ -72,7 +87,7 @@ export const FRONTEND_OPTIONS = {
     env: 'DYN_OVERLOAD_LEASE_MS',
     // Dynamo's PR 14210 gave the worker-overloaded mark a 1 s lease; we keep its length.
     default: 1000,
-    help: "a worker whose sidecar answered RESOURCE_EXHAUSTED (or UNAVAILABLE) gets no traffic for this long, unless its next load event says it has room",
+    help: 'a worker whose sidecar answered RESOURCE_EXHAUSTED (or UNAVAILABLE) gets no traffic for this long, unless its next load event says it has room',
   },
   loadHeartbeatMs: {
     flag: '--load-heartbeat-ms <ms>',
@@ -90,7 +105,7 @@ export const FRONTEND_OPTIONS = {
     flag: '--tokenizer <path>',
     env: 'DYN_TOKENIZER',
     defaultText: "the simulated engine's (one token per whitespace word)",
-    help: "a HuggingFace tokenizer.json (or the folder holding it) to tokenize prompts and decode outputs with",
+    help: 'a HuggingFace tokenizer.json (or the folder holding it) to tokenize prompts and decode outputs with',
   },
   maxBodyBytes: { flag: '--max-body-bytes <n>', env: 'DYN_HTTP_MAX_BODY_BYTES', default: 8 * 1024 * 1024, help: 'largest request body accepted (413 beyond)' },
   adminAddress: {

@@ -35,12 +35,10 @@ export const USAGE_EXIT_CODE = 2;
  * returns (fakes only) the CommanderError is rethrown so parseAsync rejects.
  */
 export function applyUsageExit(command: Command, io: CommandIo): Command {
-  return command
-    .configureOutput({ writeOut: (s) => io.stdout.write(s), writeErr: (s) => io.stderr.write(s) })
-    .exitOverride((error: CommanderError) => {
-      io.exit(error.exitCode === 0 ? 0 : USAGE_EXIT_CODE);
-      throw error;
-    });
+  return command.configureOutput({ writeOut: (s) => io.stdout.write(s), writeErr: (s) => io.stderr.write(s) }).exitOverride((error: CommanderError) => {
+    io.exit(error.exitCode === 0 ? 0 : USAGE_EXIT_CODE);
+    throw error;
+  });
 }
 
 /** Resolves on the first SIGTERM or SIGINT and removes both listeners. */

@@ -67,10 +67,7 @@ export async function startSidecar(config: SidecarConfig, deps: SidecarDeps): Pr
   const gate = limits ? new AdmissionGate(limits.limit, limits.queueLimit, gateListener) : new AdmissionGate(Infinity, 0, gateListener);
 
   const { connections } = config;
-  const upstream = new UpstreamPool(
-    { target, pingIntervalMs: connections.upstreamPingIntervalMs, pingTimeoutMs: connections.upstreamPingTimeoutMs },
-    logger,
-  );
+  const upstream = new UpstreamPool({ target, pingIntervalMs: connections.upstreamPingIntervalMs, pingTimeoutMs: connections.upstreamPingTimeoutMs }, logger);
   let draining = false;
 
   const registry = new Registry();
@@ -110,8 +107,7 @@ export async function startSidecar(config: SidecarConfig, deps: SidecarDeps): Pr
     logger,
     observer,
   };
-  const notReadyReason = (): string | undefined =>
-    draining ? 'worker draining' : upstream.reachable ? undefined : upstream.unreachableReason;
+  const notReadyReason = (): string | undefined => (draining ? 'worker draining' : upstream.reachable ? undefined : upstream.unreachableReason);
   const health = new HealthService({
     serving: () => notReadyReason() === undefined,
     onChange: (listener) => {

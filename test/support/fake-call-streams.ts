@@ -111,7 +111,8 @@ export class FakeDownstream extends FakeStream {
   /** The client's answer as it would read it: Trailers-Only status, trailers status, or reset. */
   get outcome(): string | undefined {
     if (this.sentTrailers) return `status ${String(this.sentTrailers['grpc-status'])}`;
-    if (this.sentHeaders && this.writableEnded && this.ops.some((op) => op.startsWith('respond end-stream'))) return `status ${String(this.sentHeaders['grpc-status'])}`;
+    if (this.sentHeaders && this.writableEnded && this.ops.some((op) => op.startsWith('respond end-stream')))
+      return `status ${String(this.sentHeaders['grpc-status'])}`;
     if (this.rstCode !== undefined && this.ops.some((op) => op.startsWith('close'))) return `reset ${this.rstCode}`;
     return undefined;
   }

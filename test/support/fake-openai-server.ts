@@ -55,7 +55,20 @@ const json = (res: ServerResponse, status: number, body: unknown, headers: Recor
 };
 
 export async function startFakeOpenAi(options: FakeOpenAiOptions = {}): Promise<FakeOpenAiServer> {
-  const o = { models: ['fake-model'], chunks: 4, wordsPerChunk: 1, firstChunkDelayMs: 0, chunkDelayMs: 2, usage: true, usageEveryChunk: false, rejectFraction: 0, rejectFirst: 0, overloadStatus: 529, ending: 'done', ...options };
+  const o = {
+    models: ['fake-model'],
+    chunks: 4,
+    wordsPerChunk: 1,
+    firstChunkDelayMs: 0,
+    chunkDelayMs: 2,
+    usage: true,
+    usageEveryChunk: false,
+    rejectFraction: 0,
+    rejectFirst: 0,
+    overloadStatus: 529,
+    ending: 'done',
+    ...options,
+  };
   const requests: RecordedRequest[] = [];
   let posts = 0;
   let aborted = 0;
@@ -68,7 +81,12 @@ export async function startFakeOpenAi(options: FakeOpenAiOptions = {}): Promise<
     if (reject) {
       record(o.overloadStatus);
       const retryAfter = typeof o.retryAfter === 'function' ? o.retryAfter() : o.retryAfter;
-      json(res, o.overloadStatus, { error: { message: 'Service overloaded: all workers busy', type: 'overloaded', code: o.overloadStatus } }, retryAfter === undefined ? {} : { 'retry-after': retryAfter });
+      json(
+        res,
+        o.overloadStatus,
+        { error: { message: 'Service overloaded: all workers busy', type: 'overloaded', code: o.overloadStatus } },
+        retryAfter === undefined ? {} : { 'retry-after': retryAfter },
+      );
       return;
     }
     if (!o.models.includes(String(body['model']))) {
@@ -84,7 +102,9 @@ export async function startFakeOpenAi(options: FakeOpenAiOptions = {}): Promise<
     const piece = (k: number): string => Array.from({ length: o.wordsPerChunk }, (_, w) => `w${k}-${w} `).join('');
     const base = { id: `cmpl-${index}`, object: chat ? 'chat.completion.chunk' : 'text_completion', created: 0, model: body['model'] };
     const chunk = (content: string, finish: string | null = null): unknown =>
-      chat ? { ...base, choices: [{ index: 0, delta: content === '' && finish === null ? { role: 'assistant', content } : { content }, finish_reason: finish }] } : { ...base, choices: [{ index: 0, text: content, finish_reason: finish }] };
+      chat
+        ? { ...base, choices: [{ index: 0, delta: content === '' && finish === null ? { role: 'assistant', content } : { content }, finish_reason: finish }] }
+        : { ...base, choices: [{ index: 0, text: content, finish_reason: finish }] };
 
     active += 1;
     let timer: NodeJS.Timeout | undefined;
@@ -100,12 +120,17 @@ export async function startFakeOpenAi(options: FakeOpenAiOptions = {}): Promise<
       finish();
     });
     if (!stream) {
-      timer = setTimeout(() => {
-        const text = Array.from({ length: o.chunks }, (_, k) => piece(k)).join('');
-        const choice = chat ? { index: 0, message: { role: 'assistant', content: text }, finish_reason: 'length' } : { index: 0, text, finish_reason: 'length' };
-        finish();
-        json(res, 200, { ...base, object: chat ? 'chat.completion' : 'text_completion', choices: [choice], ...(wantsUsage && { usage }) });
-      }, o.firstChunkDelayMs + o.chunks * o.chunkDelayMs);
+      timer = setTimeout(
+        () => {
+          const text = Array.from({ length: o.chunks }, (_, k) => piece(k)).join('');
+          const choice = chat
+            ? { index: 0, message: { role: 'assistant', content: text }, finish_reason: 'length' }
+            : { index: 0, text, finish_reason: 'length' };
+          finish();
+          json(res, 200, { ...base, object: chat ? 'chat.completion' : 'text_completion', choices: [choice], ...(wantsUsage && { usage }) });
+        },
+        o.firstChunkDelayMs + o.chunks * o.chunkDelayMs,
+      );
       return;
     }
     res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });

@@ -7,7 +7,17 @@ import { EventEmitter } from 'node:events';
 import { Registry } from 'prom-client';
 import type { GenerateRequestMessage, GenerateResponseMessage } from '../../src/protocol/engine/engine-proto.js';
 import type { CallStatus, GenerateCall, WorkerClients } from '../../src/frontend/generate/worker-clients.js';
-import type { BusyCheck, InactiveCheck, InFlight, OverloadDetails, RouteDecision, RouteTarget, Router, ThresholdApi, Thresholds } from '../../src/frontend/routing/contracts.js';
+import type {
+  BusyCheck,
+  InactiveCheck,
+  InFlight,
+  OverloadDetails,
+  RouteDecision,
+  RouteTarget,
+  Router,
+  ThresholdApi,
+  Thresholds,
+} from '../../src/frontend/routing/contracts.js';
 import { buildFrontendApp, type FrontendAppDeps, type FrontendAppOptions } from '../../src/frontend/http/app.js';
 import { createDefaultTokenizer } from '../../src/frontend/text/default-tokenizer.js';
 import type { PromptTokenizer } from '../../src/frontend/text/prompt-tokenizer.js';
@@ -70,7 +80,9 @@ export class FakeThresholds implements ThresholdApi {
   inactive: InactiveCheck[] = [];
 
   get(model: string): Thresholds {
-    return this.values.get(model) ?? { active_decode_blocks_threshold: null, active_prefill_tokens_threshold: null, active_prefill_tokens_threshold_frac: null };
+    return (
+      this.values.get(model) ?? { active_decode_blocks_threshold: null, active_prefill_tokens_threshold: null, active_prefill_tokens_threshold_frac: null }
+    );
   }
 
   update(model: string, changes: Partial<Thresholds>): Thresholds {
@@ -135,7 +147,10 @@ export function streams(ids: number[], finish = 'length', gapMs = 0): Script {
       call.send({ request_id: call.request.request_id, chunk: { token_ids: [id], prompt_tokens: 0, completion_tokens: out.length, cached_tokens: 0 } });
       if (gapMs > 0) await later(gapMs);
     }
-    call.send({ request_id: call.request.request_id, complete: { output_ids: out, finish_reason: finish, prompt_tokens: 0, completion_tokens: out.length, cached_tokens: 0 } });
+    call.send({
+      request_id: call.request.request_id,
+      complete: { output_ids: out, finish_reason: finish, prompt_tokens: 0, completion_tokens: out.length, cached_tokens: 0 },
+    });
     call.end({ code: 0, details: '' });
   };
 }
@@ -152,7 +167,8 @@ export function fails(code: number, details = 'failed'): Script {
 export function failsAfter(ids: number[], code: number): Script {
   return async (call) => {
     await later(0);
-    for (const [i, id] of ids.entries()) call.send({ request_id: '', chunk: { token_ids: [id], prompt_tokens: 0, completion_tokens: i + 1, cached_tokens: 0 } });
+    for (const [i, id] of ids.entries())
+      call.send({ request_id: '', chunk: { token_ids: [id], prompt_tokens: 0, completion_tokens: i + 1, cached_tokens: 0 } });
     await later(5);
     call.end({ code, details: 'engine broke' });
   };
@@ -196,7 +212,9 @@ export const TEST_OPTIONS: FrontendAppOptions = {
 };
 
 export function testApp(
-  overrides: { options?: Partial<FrontendAppOptions>; tokenizer?: PromptTokenizer; workers?: WorkerClients } & Partial<Pick<FrontendAppDeps, 'clock' | 'newRequestId'>> = {},
+  overrides: { options?: Partial<FrontendAppOptions>; tokenizer?: PromptTokenizer; workers?: WorkerClients } & Partial<
+    Pick<FrontendAppDeps, 'clock' | 'newRequestId'>
+  > = {},
 ): TestApp {
   const router = new FakeRouter();
   const thresholds = new FakeThresholds();
@@ -233,6 +251,8 @@ export async function metricValue(registry: Registry, name: string, labels: Reco
   const metric = registry.getSingleMetric(name);
   if (!metric) return undefined;
   const { values } = await metric.get();
-  const match = values.find((v) => Object.entries(labels).every(([k, val]) => String(v.labels[k]) === val) && (v as { metricName?: string }).metricName === undefined);
+  const match = values.find(
+    (v) => Object.entries(labels).every(([k, val]) => String(v.labels[k]) === val) && (v as { metricName?: string }).metricName === undefined,
+  );
   return match?.value;
 }

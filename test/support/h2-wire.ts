@@ -266,7 +266,14 @@ export class H2Wire {
   stream(id: number): StreamState {
     let state = this.streams.get(id);
     if (!state) {
-      state = { id, headerBlocks: [], dataBytes: 0, remoteEnded: false, localReset: false, sendWindow: this.peerSettings.get(Setting.INITIAL_WINDOW_SIZE) ?? DEFAULT_WINDOW };
+      state = {
+        id,
+        headerBlocks: [],
+        dataBytes: 0,
+        remoteEnded: false,
+        localReset: false,
+        sendWindow: this.peerSettings.get(Setting.INITIAL_WINDOW_SIZE) ?? DEFAULT_WINDOW,
+      };
       this.streams.set(id, state);
     }
     return state;
@@ -376,10 +383,13 @@ export class H2Wire {
         this.waiters.delete(check);
         resolve();
       };
-      const timer = setTimeout(() => {
-        this.waiters.delete(check);
-        reject(new Error(`timed out after ${timeoutMs} ms waiting for ${what}`));
-      }, Math.max(0, timeoutMs));
+      const timer = setTimeout(
+        () => {
+          this.waiters.delete(check);
+          reject(new Error(`timed out after ${timeoutMs} ms waiting for ${what}`));
+        },
+        Math.max(0, timeoutMs),
+      );
       this.waiters.add(check);
     });
   }
@@ -432,7 +442,11 @@ export class H2Wire {
         if (!(f.flags & Flags.ACK) && this.options.ackPings) this.write(pingFrame(f.payload, true));
         break;
       case FrameType.GOAWAY:
-        this.goaway = { lastStreamId: f.payload.readUInt32BE(0) & 0x7fffffff, code: f.payload.readUInt32BE(4), debug: f.payload.subarray(8).toString('latin1') };
+        this.goaway = {
+          lastStreamId: f.payload.readUInt32BE(0) & 0x7fffffff,
+          code: f.payload.readUInt32BE(4),
+          debug: f.payload.subarray(8).toString('latin1'),
+        };
         break;
       case FrameType.WINDOW_UPDATE: {
         const increment = f.payload.readUInt32BE(0) & 0x7fffffff;

@@ -114,13 +114,31 @@ export class SystemUnderTest {
   /** A simulated engine and a sidecar in front of it, scraping its metrics. */
   async worker(options: { engine?: string[]; sidecar?: string[]; sidecarEnv?: Record<string, string> } = {}): Promise<Worker> {
     const engine = await this.engine(options.engine);
-    const sidecar = await startSidecarProcess(['--upstream', engine.address, '--engine-metrics-url', engine.metricsUrl, '--scrape-interval-ms', '50', '--load-heartbeat-ms', '200', ...(options.sidecar ?? [])], options.sidecarEnv ?? {});
+    const sidecar = await startSidecarProcess(
+      [
+        '--upstream',
+        engine.address,
+        '--engine-metrics-url',
+        engine.metricsUrl,
+        '--scrape-interval-ms',
+        '50',
+        '--load-heartbeat-ms',
+        '200',
+        ...(options.sidecar ?? []),
+      ],
+      options.sidecarEnv ?? {},
+    );
     this.stops.push(() => sidecar.stop('SIGKILL'));
     return { engine, sidecar };
   }
 
   async frontend(args: string[], env: Record<string, string> = {}): Promise<FrontendProcess> {
-    const started = await spawnUntil(['frontend', '--http-host', '127.0.0.1', '--http-port', '0', ...args], env, /dynamo-frontend: listening on http:\/\/127\.0\.0\.1:(\d+)/, 'frontend');
+    const started = await spawnUntil(
+      ['frontend', '--http-host', '127.0.0.1', '--http-port', '0', ...args],
+      env,
+      /dynamo-frontend: listening on http:\/\/127\.0\.0\.1:(\d+)/,
+      'frontend',
+    );
     const port = Number(started.match[1]);
     const url = `http://127.0.0.1:${port}`;
     const request = async (path: string, init: RequestInit = {}) => {
@@ -148,13 +166,24 @@ export class SystemUnderTest {
 }
 
 /** Sends `total` chat requests, `concurrency` at a time, and counts the HTTP statuses (bounded by the fetch timeout). */
-export async function chatBurst(frontend: FrontendProcess, model: string, total: number, concurrency: number, body: Record<string, unknown> = {}): Promise<Map<number, number>> {
+export async function chatBurst(
+  frontend: FrontendProcess,
+  model: string,
+  total: number,
+  concurrency: number,
+  body: Record<string, unknown> = {},
+): Promise<Map<number, number>> {
   const statuses = new Map<number, number>();
   let next = 0;
   const lane = async (): Promise<void> => {
     while (next < total) {
       next++;
-      const res = await frontend.post('/v1/chat/completions', { model, messages: [{ role: 'user', content: 'word '.repeat(32).trim() }], max_tokens: 32, ...body });
+      const res = await frontend.post('/v1/chat/completions', {
+        model,
+        messages: [{ role: 'user', content: 'word '.repeat(32).trim() }],
+        max_tokens: 32,
+        ...body,
+      });
       statuses.set(res.status, (statuses.get(res.status) ?? 0) + 1);
     }
   };

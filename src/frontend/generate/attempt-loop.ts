@@ -66,7 +66,17 @@ export async function startGeneration(deps: AttemptDeps, request: GenerationRequ
     const first = await stream.peek();
     const removeListener = (): void => signal.removeEventListener('abort', onAbort);
     if (first.kind === 'message' && !signal.aborted) {
-      return new Generation({ stream, inflight, record, signal, onClose: removeListener, address: target.address, workerId: target.workerId, promptTokens, logger });
+      return new Generation({
+        stream,
+        inflight,
+        record,
+        signal,
+        onClose: removeListener,
+        address: target.address,
+        workerId: target.workerId,
+        promptTokens,
+        logger,
+      });
     }
     stream.cancel();
     inflight.end();

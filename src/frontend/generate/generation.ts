@@ -58,7 +58,13 @@ export class Generation {
       if (this.parts.signal.aborted) throw this.fail(new ClientGoneError());
       if (item.kind === 'end') {
         const { workerId, address, logger } = this.parts;
-        logger.warn('worker failed a request after output started', { worker_id: workerId, address, code: item.status.code, details: item.status.details, output_tokens: this.streamed });
+        logger.warn('worker failed a request after output started', {
+          worker_id: workerId,
+          address,
+          code: item.status.code,
+          details: item.status.details,
+          output_tokens: this.streamed,
+        });
         throw this.fail(endedEarly(item.status, address));
       }
       const event = this.fromMessage(item.message);
@@ -127,9 +133,11 @@ function finishReason(reason: string): FinishReason | undefined {
 export function endedEarly(status: CallStatus, address: string): FrontendError {
   if (status.code === GrpcStatus.OK) return new FrontendError('worker_failed', 'the worker ended the call without finishing the output');
   if (status.code === GrpcStatus.DEADLINE_EXCEEDED) return new FrontendError('worker_timeout', 'the worker did not finish before the request deadline');
-  if (isMessageTooLarge(status)) return new FrontendError('payload_too_large', 'the request is too large for the worker (over its gRPC message size limit): shorten the prompt');
+  if (isMessageTooLarge(status))
+    return new FrontendError('payload_too_large', 'the request is too large for the worker (over its gRPC message size limit): shorten the prompt');
   // The engine's own words about the request (prompt too long, ...): the client's to fix, not a 502 to retry.
-  if (status.code === GrpcStatus.INVALID_ARGUMENT) return new FrontendError('bad_request', `the worker rejected the request: ${withoutAddresses(status.details, address).slice(0, 300)}`);
+  if (status.code === GrpcStatus.INVALID_ARGUMENT)
+    return new FrontendError('bad_request', `the worker rejected the request: ${withoutAddresses(status.details, address).slice(0, 300)}`);
   return new FrontendError('worker_failed', `the worker failed the request (${statusName(status.code)})`);
 }
 

@@ -44,7 +44,11 @@ export interface WorkerClientsOptions {
   readonly now?: () => number;
 }
 
-type GenerateMethod = (request: GenerateRequestMessage, metadata: grpc.Metadata, options: grpc.CallOptions) => grpc.ClientReadableStream<GenerateResponseMessage>;
+type GenerateMethod = (
+  request: GenerateRequestMessage,
+  metadata: grpc.Metadata,
+  options: grpc.CallOptions,
+) => grpc.ClientReadableStream<GenerateResponseMessage>;
 
 export class GrpcWorkerClients implements WorkerClients {
   private readonly clients = new Map<string, grpc.Client>();

@@ -100,6 +100,8 @@ function newFastify(bodyLimitBytes: number): FastifyInstance {
     ajv: { customOptions: { coerceTypes: false, removeAdditional: false } },
   });
   app.removeContentTypeParser('text/plain');
-  app.setNotFoundHandler((request, reply) => reply.code(404).send({ message: `Route ${request.method} ${request.url.split('?')[0]} not found`, type: 'Not Found', code: 404 }));
+  app.setNotFoundHandler((request, reply) =>
+    reply.code(404).send({ message: `Route ${request.method} ${request.url.split('?')[0]} not found`, type: 'Not Found', code: 404 }),
+  );
   return app;
 }

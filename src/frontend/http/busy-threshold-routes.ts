@@ -51,7 +51,7 @@ export function busyThresholdRoutes(app: FastifyInstance, deps: BusyThresholdDep
 
   app.post('/busy_threshold', (request: FastifyRequest, reply: FastifyReply) => {
     if (!isJson(request.headers['content-type'])) {
-      return reply.code(415).send({ error: "Expected request with `Content-Type: application/json`" });
+      return reply.code(415).send({ error: 'Expected request with `Content-Type: application/json`' });
     }
     const { model, changes } = parseSetRequest(request.body);
     if (Object.keys(changes).length === 0) return entry(model);

@@ -66,17 +66,21 @@ export function parseRankReport(value: unknown): RankReport {
   const record = value as Record<string, unknown>;
   const workerId = workerIdOf(record['worker_id']);
   const dpRank = optionalCount(record, 'dp_rank') ?? 0;
-  if (!Number.isInteger(dpRank) || dpRank > 65535) throw new InvalidLoadReportError(`dp_rank must be an integer in 0..65535, got ${JSON.stringify(record['dp_rank'])}`);
+  if (!Number.isInteger(dpRank) || dpRank > 65535)
+    throw new InvalidLoadReportError(`dp_rank must be an integer in 0..65535, got ${JSON.stringify(record['dp_rank'])}`);
   const grpcAddress = optionalString(record, 'grpc_address');
   if (grpcAddress !== undefined) {
     const match = HOST_PORT.exec(grpcAddress);
-    if (!match || Number(match[1]) < 1 || Number(match[1]) > 65535) throw new InvalidLoadReportError(`grpc_address must be host:port, got ${JSON.stringify(grpcAddress)}`);
+    if (!match || Number(match[1]) < 1 || Number(match[1]) > 65535)
+      throw new InvalidLoadReportError(`grpc_address must be host:port, got ${JSON.stringify(grpcAddress)}`);
   }
   const heartbeatMs = optionalCount(record, 'heartbeat_ms');
   // The sidecar's own range (--load-heartbeat-ms): staleness and forgetting are counted in the
   // worker's heartbeats, so one event saying 1e15 would keep its load fresh for ever.
   if (heartbeatMs !== undefined && heartbeatMs !== 0 && !(heartbeatMs >= MIN_HEARTBEAT_MS && heartbeatMs <= MAX_HEARTBEAT_MS)) {
-    throw new InvalidLoadReportError(`heartbeat_ms must be 0 (unknown) or in ${MIN_HEARTBEAT_MS}..${MAX_HEARTBEAT_MS}, got ${JSON.stringify(record['heartbeat_ms'])}`);
+    throw new InvalidLoadReportError(
+      `heartbeat_ms must be 0 (unknown) or in ${MIN_HEARTBEAT_MS}..${MAX_HEARTBEAT_MS}, got ${JSON.stringify(record['heartbeat_ms'])}`,
+    );
   }
   return {
     workerId,

@@ -14,7 +14,13 @@ export interface LoadSourceStats {
   readonly connected: boolean;
 }
 
-export function registerWorkerMetrics(registry: Registry, pool: WorkerPool, router: WorkerRouter, now: () => number, sources: readonly LoadSourceStats[]): void {
+export function registerWorkerMetrics(
+  registry: Registry,
+  pool: WorkerPool,
+  router: WorkerRouter,
+  now: () => number,
+  sources: readonly LoadSourceStats[],
+): void {
   new Counter({
     name: 'dynamo_frontend_load_events_total',
     help: 'Load reports (one per worker rank) received, by source and result: applied, invalid (malformed) or refused (a new worker beyond --max-workers).',

@@ -168,7 +168,13 @@ export class WorkerPool {
 
   /** Can take traffic now (before busy rules): address, model, reachable, not draining. */
   routable(worker: WorkerState, now: number): boolean {
-    return worker.address !== undefined && worker.model !== undefined && (worker.source !== 'push' || worker.connected) && !worker.draining && worker.unreachableUntil <= now;
+    return (
+      worker.address !== undefined &&
+      worker.model !== undefined &&
+      (worker.source !== 'push' || worker.connected) &&
+      !worker.draining &&
+      worker.unreachableUntil <= now
+    );
   }
 
   /** A source went down or came back; coming back restarts every silence window of its workers. */

@@ -77,7 +77,8 @@ export class NatsLoadSource {
     const worker = this.options.pool.apply(report, this.options.now(), 'nats');
     if (worker === undefined) {
       this.stats.refused++;
-      if (this.stats.refused % 1000 === 1) this.options.logger.warn('ignoring a load event: the worker limit is reached', { worker_id: report.workerId, refused_so_far: this.stats.refused });
+      if (this.stats.refused % 1000 === 1)
+        this.options.logger.warn('ignoring a load event: the worker limit is reached', { worker_id: report.workerId, refused_so_far: this.stats.refused });
       return;
     }
     this.stats.events++;
@@ -120,7 +121,8 @@ export class NatsLoadSource {
         this.attach(nc);
         return;
       } catch (err) {
-        if (attempt === 0) this.options.logger.warn('NATS not reachable, retrying in the background', { servers: this.options.servers, error: (err as Error).message });
+        if (attempt === 0)
+          this.options.logger.warn('NATS not reachable, retrying in the background', { servers: this.options.servers, error: (err as Error).message });
         await this.sleep(Math.min(1000, 100 * 2 ** attempt) + Math.random() * 500);
       }
     }

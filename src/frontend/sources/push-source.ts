@@ -26,7 +26,12 @@ let clientCtor: grpc.ServiceClientConstructor | undefined;
 /** Client constructor of dynamo.sidecar.v1.WorkerLoad (loaded once; u64 fields arrive as decimal strings, unset proto3 optionals stay absent). */
 export function workerLoadClientCtor(): grpc.ServiceClientConstructor {
   if (!clientCtor) {
-    const definition = protoLoader.loadSync(join(PROTO_DIR, 'dynamo/sidecar/v1/worker_load.proto'), { keepCase: true, longs: String, defaults: true, oneofs: true });
+    const definition = protoLoader.loadSync(join(PROTO_DIR, 'dynamo/sidecar/v1/worker_load.proto'), {
+      keepCase: true,
+      longs: String,
+      defaults: true,
+      oneofs: true,
+    });
     const pkg = grpc.loadPackageDefinition(definition) as unknown as { dynamo: { sidecar: { v1: { WorkerLoad: grpc.ServiceClientConstructor } } } };
     clientCtor = pkg.dynamo.sidecar.v1.WorkerLoad;
   }
@@ -62,7 +67,10 @@ class WorkerWatch {
     private readonly stats: { events: number; invalid: number; refused: number },
   ) {
     const Ctor = workerLoadClientCtor();
-    this.client = new Ctor(address, grpc.credentials.createInsecure(), { 'grpc.initial_reconnect_backoff_ms': 100, 'grpc.max_reconnect_backoff_ms': 2000 }) as unknown as WatchClient;
+    this.client = new Ctor(address, grpc.credentials.createInsecure(), {
+      'grpc.initial_reconnect_backoff_ms': 100,
+      'grpc.max_reconnect_backoff_ms': 2000,
+    }) as unknown as WatchClient;
     this.heartbeatMs = options.defaultHeartbeatMs;
   }
 
@@ -101,7 +109,12 @@ class WorkerWatch {
         this.workerIds.add(worker.workerId);
         reported.add(worker.workerId);
         if (!known || this.reportedDown) {
-          this.options.logger.info(known ? 'worker reachable again' : 'worker appeared', { worker_id: worker.workerId, model: worker.model, address: this.address, source: 'push' });
+          this.options.logger.info(known ? 'worker reachable again' : 'worker appeared', {
+            worker_id: worker.workerId,
+            model: worker.model,
+            address: this.address,
+            source: 'push',
+          });
           this.reportedDown = false;
         }
       }
@@ -123,7 +136,11 @@ class WorkerWatch {
       if (reported.has(id)) continue;
       this.workerIds.delete(id);
       this.options.pool.forget(id);
-      this.options.logger.info('worker replaced: its address reports another worker_id now', { worker_id: id, address: this.address, now_reported: [...reported] });
+      this.options.logger.info('worker replaced: its address reports another worker_id now', {
+        worker_id: id,
+        address: this.address,
+        now_reported: [...reported],
+      });
     }
   }
 

@@ -36,7 +36,8 @@ export function findEnvTypos(env: Readonly<Record<string, string | undefined>>, 
       continue;
     }
     const best = closest(name, knownNames);
-    if (best && best.distance <= MAX_TYPO_DISTANCE && best.distance * 3 < name.length - 'DYN_'.length) typos.push({ name, suggestion: best.name, distance: best.distance });
+    if (best && best.distance <= MAX_TYPO_DISTANCE && best.distance * 3 < name.length - 'DYN_'.length)
+      typos.push({ name, suggestion: best.name, distance: best.distance });
   }
   return typos.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
 }

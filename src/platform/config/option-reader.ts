@@ -139,7 +139,10 @@ export function parseSwitch(text: string): boolean | undefined {
 export function parseNatsServers<S extends Specs & { readonly natsUrl: OptionSpec }>(read: OptionReader<S>): readonly string[] | undefined {
   const found = read.raw('natsUrl');
   if (!found) return undefined;
-  const servers = found.value.split(',').map((s) => s.trim()).filter(Boolean);
+  const servers = found.value
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
   const bad = servers.filter((server) => {
     if (/^[^\s:/]+:\d{1,5}$/.test(server)) return false;
     try {

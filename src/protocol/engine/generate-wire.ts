@@ -66,7 +66,11 @@ type Reader = protobuf.Reader;
 const WIRE_VARINT = 0;
 const WIRE_LEN = 2;
 
-export function decodeGenerateRequest(bytes: Uint8Array, flavor: GenerateFlavor, estimate: (text: string) => number = estimateTextTokens): GenerateRequestInfo | undefined {
+export function decodeGenerateRequest(
+  bytes: Uint8Array,
+  flavor: GenerateFlavor,
+  estimate: (text: string) => number = estimateTextTokens,
+): GenerateRequestInfo | undefined {
   try {
     const r = protobuf.Reader.create(bytes);
     let promptTokens: number | undefined;

@@ -15,10 +15,7 @@
  */
 
 export type GrpcFrame =
-  | { kind: 'message'; payload: Uint8Array }
-  | { kind: 'compressed'; length: number }
-  | { kind: 'oversized'; length: number }
-  | { kind: 'invalid'; flag: number };
+  { kind: 'message'; payload: Uint8Array } | { kind: 'compressed'; length: number } | { kind: 'oversized'; length: number } | { kind: 'invalid'; flag: number };
 
 export const DEFAULT_MAX_MESSAGE_BYTES = 1024 * 1024;
 

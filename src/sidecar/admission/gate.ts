@@ -23,9 +23,7 @@ export interface QueueTicket {
 }
 
 export type Admission =
-  | { readonly kind: 'admitted'; readonly permit: Permit }
-  | { readonly kind: 'queued'; readonly ticket: QueueTicket }
-  | { readonly kind: 'rejected' };
+  { readonly kind: 'admitted'; readonly permit: Permit } | { readonly kind: 'queued'; readonly ticket: QueueTicket } | { readonly kind: 'rejected' };
 
 /** Called with the permit when a queued waiter reaches a slot. Must not throw. */
 export type OnAdmit = (permit: Permit) => void;

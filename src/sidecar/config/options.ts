@@ -11,7 +11,12 @@ import type { OptionSpec } from '../../platform/config/option-spec.js';
 export const DEMO_STATUS_INTERVAL_MS = 5000;
 
 export const SIDECAR_OPTIONS = {
-  listen: { flag: '--listen <host:port>', env: 'DYN_SIDECAR_LISTEN', default: Object.freeze({ host: '0.0.0.0', port: 50050 }), help: 'gRPC ingress address (h2c); port 0 picks a free port' },
+  listen: {
+    flag: '--listen <host:port>',
+    env: 'DYN_SIDECAR_LISTEN',
+    default: Object.freeze({ host: '0.0.0.0', port: 50050 }),
+    help: 'gRPC ingress address (h2c); port 0 picks a free port',
+  },
   advertiseAddress: {
     flag: '--advertise-address <host:port>',
     env: 'DYN_SIDECAR_ADVERTISE_ADDRESS',
@@ -24,7 +29,12 @@ export const SIDECAR_OPTIONS = {
     env: 'DYN_SIDECAR_UPSTREAM',
     help: 'the inference engine (h2c gRPC). When neither flag nor env is given, an embedded simulated vLLM engine is started (demo mode)',
   },
-  systemPort: { flag: '--system-port <port>', env: 'DYN_SYSTEM_PORT', default: 9090, help: 'HTTP port for /metrics /health /live /ready /load; 0 picks a free port' },
+  systemPort: {
+    flag: '--system-port <port>',
+    env: 'DYN_SYSTEM_PORT',
+    default: 9090,
+    help: 'HTTP port for /metrics /health /live /ready /load; 0 picks a free port',
+  },
   systemHost: { flag: '--system-host <host>', env: 'DYN_SYSTEM_HOST', default: '0.0.0.0', help: 'HTTP host for the system port' },
   engineRequestLimit: {
     flag: '--engine-request-limit <n>',
@@ -83,7 +93,7 @@ export const SIDECAR_OPTIONS = {
     flag: '--upstream-ping-timeout-ms <ms>',
     env: 'DYN_SIDECAR_UPSTREAM_PING_TIMEOUT_MS',
     default: 3000,
-    help: "the engine is unreachable (not ready) when its SETTINGS or a PING answer take longer than this",
+    help: 'the engine is unreachable (not ready) when its SETTINGS or a PING answer take longer than this',
   },
   metricsCacheMs: {
     flag: '--metrics-cache-ms <ms>',
@@ -116,8 +126,17 @@ export const SIDECAR_OPTIONS = {
     help: 'count generated tokens in active_decode_blocks, not only prompt tokens (for long outputs)',
   },
   kvTotalBlocks: { flag: '--kv-total-blocks <n>', env: 'DYN_KV_TOTAL_BLOCKS', help: 'KV-cache size in blocks when the engine scrape does not give it' },
-  kvBlockSize: { flag: '--kv-block-size <tokens>', env: 'DYN_KV_BLOCK_SIZE', default: 16, help: 'tokens per KV block for active_decode_blocks (a scraped block size wins)' },
-  maxNumBatchedTokens: { flag: '--max-num-batched-tokens <n>', env: 'DYN_MAX_NUM_BATCHED_TOKENS', help: "the engine's max_num_batched_tokens, published for the frontend's prefill-fraction check" },
+  kvBlockSize: {
+    flag: '--kv-block-size <tokens>',
+    env: 'DYN_KV_BLOCK_SIZE',
+    default: 16,
+    help: 'tokens per KV block for active_decode_blocks (a scraped block size wins)',
+  },
+  maxNumBatchedTokens: {
+    flag: '--max-num-batched-tokens <n>',
+    env: 'DYN_MAX_NUM_BATCHED_TOKENS',
+    help: "the engine's max_num_batched_tokens, published for the frontend's prefill-fraction check",
+  },
   dataParallelSize: {
     flag: '--data-parallel-size <n>',
     env: 'DYN_DATA_PARALLEL_SIZE',
@@ -130,8 +149,18 @@ export const SIDECAR_OPTIONS = {
     defaultText: 'asked from the engine once reachable (vllm.grpc.engine.VllmEngine/GetModelInfo, its model_path); null in events until known',
     help: "the model this worker serves, sent as model in load events (vLLM's flag name)",
   },
-  natsUrl: { flag: '--nats-url <url>', env: 'NATS_SERVER', defaultText: 'none (no publishing; GET /load still works)', help: 'NATS server for load events, e.g. nats://127.0.0.1:4222' },
-  namespace: { flag: '--namespace <name>', env: 'DYN_NAMESPACE', default: 'dynamo', help: 'subject namespace.{ns}.component.{component}.endpoint.{endpoint}.kv_metrics' },
+  natsUrl: {
+    flag: '--nats-url <url>',
+    env: 'NATS_SERVER',
+    defaultText: 'none (no publishing; GET /load still works)',
+    help: 'NATS server for load events, e.g. nats://127.0.0.1:4222',
+  },
+  namespace: {
+    flag: '--namespace <name>',
+    env: 'DYN_NAMESPACE',
+    default: 'dynamo',
+    help: 'subject namespace.{ns}.component.{component}.endpoint.{endpoint}.kv_metrics',
+  },
   component: { flag: '--component <name>', env: 'DYN_COMPONENT', default: 'backend', help: 'subject component segment' },
   endpoint: { flag: '--endpoint <name>', env: 'DYN_ENDPOINT', default: 'generate', help: 'subject endpoint segment' },
   loadHeartbeatMs: {
@@ -158,4 +187,3 @@ export type SidecarOptionKey = keyof typeof SIDECAR_OPTIONS;
 
 /** Commander stores `--engine-request-limit` as `engineRequestLimit`; the table keys are those names. */
 export type RawFlags = Partial<Record<SidecarOptionKey, string | boolean | undefined>>;
-

@@ -173,4 +173,3 @@ function parseServedModelName(read: Reader): string | undefined {
   }
   return name;
 }
-

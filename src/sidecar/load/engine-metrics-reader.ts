@@ -195,7 +195,9 @@ const MAPPERS: Record<EngineMetricsFormat, (v: RankView) => ScrapedLoad> = {
     const metric = 'nv_trt_llm_kv_cache_block_metrics';
     const max = v.value(metric, 'positive', { kv_cache_block_type: 'max' });
     const free = v.value(metric, 'count', { kv_cache_block_type: 'free' }, false);
-    const used = v.value(metric, 'count', { kv_cache_block_type: 'used' }, free === undefined) ?? (max !== undefined && free !== undefined ? Math.max(0, max - free) : undefined);
+    const used =
+      v.value(metric, 'count', { kv_cache_block_type: 'used' }, free === undefined) ??
+      (max !== undefined && free !== undefined ? Math.max(0, max - free) : undefined);
     return clean({
       kvTotalBlocks: max,
       kvUsedBlocks: used,

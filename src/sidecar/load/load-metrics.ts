@@ -66,7 +66,12 @@ export function registerLoadMetrics(registry: Registry, tracker: LoadView, scrap
     },
   });
   if (scraper) {
-    mirrorCounter(registry, 'dynamo_sidecar_engine_scrape_errors_total', 'Engine /metrics scrapes that failed, timed out or had no KV numbers.', () => scraper.errors);
+    mirrorCounter(
+      registry,
+      'dynamo_sidecar_engine_scrape_errors_total',
+      'Engine /metrics scrapes that failed, timed out or had no KV numbers.',
+      () => scraper.errors,
+    );
     new Gauge({
       name: 'dynamo_sidecar_engine_scrape_stale',
       help: '1 while the engine metrics are stale (no good scrape yet, or the last one failed).',
@@ -87,7 +92,12 @@ export function registerLoadMetrics(registry: Registry, tracker: LoadView, scrap
     });
   }
   if (publisher) {
-    mirrorCounter(registry, 'dynamo_sidecar_load_events_published_total', 'Load events the NATS server confirmed receiving (a flush answered after them).', () => publisher.stats.published);
+    mirrorCounter(
+      registry,
+      'dynamo_sidecar_load_events_published_total',
+      'Load events the NATS server confirmed receiving (a flush answered after them).',
+      () => publisher.stats.published,
+    );
     mirrorCounter(
       registry,
       'dynamo_sidecar_load_publish_failures_total',

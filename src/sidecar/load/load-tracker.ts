@@ -172,8 +172,10 @@ export class LoadTracker {
 
   setAdmission(state: AdmissionState): void {
     const a = this.admission;
-    if (state.limit === undefined || state.engineRequest < state.limit || state.queueLimit === undefined || state.requestQueue < state.queueLimit) this.rejectedAt = undefined;
-    if (a.engineRequest === state.engineRequest && a.requestQueue === state.requestQueue && a.limit === state.limit && a.queueLimit === state.queueLimit) return;
+    if (state.limit === undefined || state.engineRequest < state.limit || state.queueLimit === undefined || state.requestQueue < state.queueLimit)
+      this.rejectedAt = undefined;
+    if (a.engineRequest === state.engineRequest && a.requestQueue === state.requestQueue && a.limit === state.limit && a.queueLimit === state.queueLimit)
+      return;
     this.admission = { ...state };
     this.changed();
   }

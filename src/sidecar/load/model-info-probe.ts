@@ -121,7 +121,9 @@ export class ModelInfoProbe {
       }
       this.finish();
       if (name === '') {
-        log.warn('the engine answered GetModelInfo without a model_path: model unknown (null in load events); pass --served-model-name', { attempts: this.attempts });
+        log.warn('the engine answered GetModelInfo without a model_path: model unknown (null in load events); pass --served-model-name', {
+          attempts: this.attempts,
+        });
         return;
       }
       log.info('served model from the engine', { model: name, attempts: this.attempts });

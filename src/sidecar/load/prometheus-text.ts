@@ -79,7 +79,10 @@ function parseSampleLine(line: string): Sample {
   pos = skipSpaces(line, pos);
   const labels: Record<string, string> = {};
   if (line[pos] === '{') pos = parseLabels(line, pos + 1, labels);
-  const rest = line.slice(pos).trim().split(/[ \t]+/);
+  const rest = line
+    .slice(pos)
+    .trim()
+    .split(/[ \t]+/);
   if (rest.length === 0 || rest[0] === '') throw new LineError(`no value for ${name}`);
   if (rest.length > 2) throw new LineError(`unexpected text after value of ${name}`);
   const value = parseSampleValue(rest[0]!);

@@ -254,7 +254,8 @@ export class LoadPublisher {
         this.attach(nc);
         return;
       } catch (err) {
-        if (attempt === 0) this.options.logger.warn('NATS not reachable, retrying in the background', { servers: this.options.servers, error: (err as Error).message });
+        if (attempt === 0)
+          this.options.logger.warn('NATS not reachable, retrying in the background', { servers: this.options.servers, error: (err as Error).message });
         await this.sleep(Math.min(cap, 100 * 2 ** attempt) + Math.random() * jitter);
       }
     }
@@ -294,7 +295,11 @@ export class LoadPublisher {
     const previous = this.stateValue;
     this.stateValue = state;
     const log = this.options.logger;
-    if (state === 'connected') log.info(previous === 'connecting' ? 'NATS connected' : previous === 'stalled' ? 'NATS answering again' : 'NATS reconnected', { subject: this.options.subject, ...fields });
+    if (state === 'connected')
+      log.info(previous === 'connecting' ? 'NATS connected' : previous === 'stalled' ? 'NATS answering again' : 'NATS reconnected', {
+        subject: this.options.subject,
+        ...fields,
+      });
     else if (state === 'disconnected') log.warn('NATS disconnected; load events paused until reconnection', fields);
     else if (state === 'stalled') log.warn('NATS not confirming publishes; load events paused until it answers', fields);
     else if (state === 'reconnecting' || state === 'connecting') log.debug(`NATS ${state}`, fields);

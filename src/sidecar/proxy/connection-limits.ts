@@ -183,12 +183,12 @@ export function isEarlyReset(arrivedAt: number, now: number, deadlineAt: number 
 
 /** Counts a client reset of a call that had no answer yet against its connection. */
 export function noteEarlyReset(stream: object): void {
-  ((stream as { session?: Tracked }).session)?.[TRACKER]?.earlyReset();
+  (stream as { session?: Tracked }).session?.[TRACKER]?.earlyReset();
 }
 
 /** True when `stream`'s connection resets calls early (see DispatchBatch). */
 export function resetsEarly(stream: object): boolean {
-  return ((stream as { session?: Tracked }).session)?.[TRACKER]?.resetsEarly ?? false;
+  return (stream as { session?: Tracked }).session?.[TRACKER]?.resetsEarly ?? false;
 }
 
 function onTrackedStreamClose(this: ServerHttp2Stream): void {

@@ -53,7 +53,6 @@ export class Ingress {
     });
   }
 
-
   /** Binds and resolves with the port actually bound (useful when asked for port 0). */
   listen(address: HostPort): Promise<number> {
     return new Promise((resolve, reject) => {

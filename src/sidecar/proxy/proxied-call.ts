@@ -38,7 +38,16 @@ import * as listeners from './call-listeners.js';
 import { CALL, type CallEvents, type WithCall } from './call-listeners.js';
 import { isEarlyReset, noteEarlyReset } from './connection-limits.js';
 import { isHeaderError, stripConnectionHeaders } from './request-headers.js';
-import { guardedEnd, guardedReset, guardedRespond, guardedTrailers, guardedWrite, isWritable, type RespondOptions, type StreamFaultSink } from './stream-guard.js';
+import {
+  guardedEnd,
+  guardedReset,
+  guardedRespond,
+  guardedTrailers,
+  guardedWrite,
+  isWritable,
+  type RespondOptions,
+  type StreamFaultSink,
+} from './stream-guard.js';
 
 const { NGHTTP2_CANCEL, NGHTTP2_NO_ERROR, NGHTTP2_REFUSED_STREAM, NGHTTP2_FLAG_END_STREAM } = constants;
 
@@ -48,7 +57,6 @@ export type CallPhase = 'queued' | 'dispatching' | 'awaiting_response' | 'stream
 export const ENGINE_UNAVAILABLE_MESSAGE = 'engine unavailable';
 export const ENGINE_LOST_MESSAGE = 'engine connection lost during the call';
 export const SHUTDOWN_MESSAGE = 'worker shutting down: call cut at the end of the drain grace period';
-
 
 const RESPOND_AWAITING_TRAILERS = Object.freeze({ waitForTrailers: true });
 const RESPOND_END_STREAM = Object.freeze({ endStream: true });

@@ -261,10 +261,13 @@ export class UpstreamPool {
     this.reconnectPending = true;
     const delay = this.reconnectDelay;
     this.reconnectDelay = Math.min(this.reconnectMaxMs, this.reconnectDelay * 2);
-    this.reconnectTimer = setTimeout(() => {
-      this.reconnectPending = false;
-      if (!this.closed && !this.session) this.ensureSession();
-    }, delay * (0.8 + Math.random() * 0.4));
+    this.reconnectTimer = setTimeout(
+      () => {
+        this.reconnectPending = false;
+        if (!this.closed && !this.session) this.ensureSession();
+      },
+      delay * (0.8 + Math.random() * 0.4),
+    );
     this.reconnectTimer.unref();
   }
 

@@ -70,7 +70,16 @@ export async function openAiTransport(options: LoadOptions, random: Random, reco
       const maxTokens = draw(options.maxTokens, random);
       const input = options.api === 'chat' ? { messages: [{ role: 'user', content: prompt }] } : { prompt };
       const body = JSON.stringify({ model, ...input, max_tokens: maxTokens, ...streaming });
-      const spec = { url, body, headers, api: options.api, stream: options.stream, deadlineMs: options.deadlineMs, overloadStatuses, retryMaxMs: options.retryMaxMs };
+      const spec = {
+        url,
+        body,
+        headers,
+        api: options.api,
+        stream: options.stream,
+        deadlineMs: options.deadlineMs,
+        overloadStatuses,
+        retryMaxMs: options.retryMaxMs,
+      };
       return () => startHttpAttempt(spec, recorder);
     },
     close: () => {},

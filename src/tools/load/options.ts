@@ -195,8 +195,7 @@ const flagOf = (key: LoadOptionKey): string => LOAD_OPTIONS[key].flag.replace(/ 
 /** Where each value came from, for problems: its flag, or the env twin it was read from. */
 type Sources = Partial<Record<LoadOptionKey, string>>;
 
-const isInt = (v: unknown, min: number, max = Number.MAX_SAFE_INTEGER): v is number =>
-  typeof v === 'number' && Number.isInteger(v) && v >= min && v <= max;
+const isInt = (v: unknown, min: number, max = Number.MAX_SAFE_INTEGER): v is number => typeof v === 'number' && Number.isInteger(v) && v >= min && v <= max;
 const isPositive = (v: unknown): v is number => typeof v === 'number' && Number.isFinite(v) && v > 0;
 
 /**

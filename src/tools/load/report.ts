@@ -26,7 +26,10 @@ export function formatSummary(s: LoadSummary, rejectedAs = 'RESOURCE_EXHAUSTED')
   const errorList = Object.entries(s.errors);
   const errorsTotal = errorList.reduce((sum, [, n]) => sum + n, 0);
   const row = (label: string, value: string | number): string => `${label.padEnd(22)}${String(value)}`;
-  const counts = (m: Record<string, number>): string => Object.entries(m).map(([k, n]) => `${k} ${n}`).join(', ');
+  const counts = (m: Record<string, number>): string =>
+    Object.entries(m)
+      .map(([k, n]) => `${k} ${n}`)
+      .join(', ');
   const lines = [
     row('target', s.target),
     ...(s.model === undefined ? [] : [row('model', `${s.model} (${s.api})`)]),

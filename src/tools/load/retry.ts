@@ -35,7 +35,8 @@ export function parseRetryAfter(value: string | null | undefined, nowMs: number)
   if (/^\d{1,10}(\.\d{1,6})?$/.test(text)) return Math.round(Number(text) * 1000);
   let date: number;
   if (IMF_FIXDATE.test(text) || RFC_850.test(text)) date = Date.parse(text);
-  else if (ASCTIME.test(text)) date = Date.parse(`${text} GMT`); // asctime has no zone and means GMT
+  else if (ASCTIME.test(text))
+    date = Date.parse(`${text} GMT`); // asctime has no zone and means GMT
   else return undefined;
   return Number.isNaN(date) ? undefined : Math.max(0, date - nowMs);
 }

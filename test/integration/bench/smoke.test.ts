@@ -11,7 +11,8 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
 
 const REPO = fileURLToPath(new URL('../../../', import.meta.url));
-const has = (cmd: string): boolean => ['/usr/sbin', '/usr/bin', '/sbin', '/bin', ...(process.env['PATH'] ?? '').split(':')].some((d) => existsSync(join(d, cmd)));
+const has = (cmd: string): boolean =>
+  ['/usr/sbin', '/usr/bin', '/sbin', '/bin', ...(process.env['PATH'] ?? '').split(':')].some((d) => existsSync(join(d, cmd)));
 
 interface Row {
   target: string;

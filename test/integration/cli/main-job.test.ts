@@ -49,7 +49,12 @@ describe('the sidecar-only demo', () => {
   it('answers a Generate through the sidecar and counts it in its metrics', async () => {
     const client = engineClient(sidecar.address);
     try {
-      const outcome = await generate(client, { request_id: 'readme-1', tokenized: { input_ids: tokens(20) }, sampling_params: { max_tokens: 5 }, stream: true });
+      const outcome = await generate(client, {
+        request_id: 'readme-1',
+        tokenized: { input_ids: tokens(20) },
+        sampling_params: { max_tokens: 5 },
+        stream: true,
+      });
       expect(outcome.code).toBe(grpc.status.OK);
       expect(outcome.messages.find((m) => m.complete)?.complete?.completion_tokens).toBe(5);
     } finally {

@@ -13,7 +13,9 @@ describe('startup line', () => {
   it('says where it listens, the upstream, the admission settings and the bound system port', async () => {
     const sidecar = await startSidecarProcess(['--upstream', '127.0.0.1:1', '--engine-request-limit', '32']);
     try {
-      expect(sidecar.startupLine).toMatch(/^listening on 127\.0\.0\.1:\d+, upstream 127\.0\.0\.1:1, engine request limit 32 \+ queue 16 \(hard cap 48\), system port \d+$/);
+      expect(sidecar.startupLine).toMatch(
+        /^listening on 127\.0\.0\.1:\d+, upstream 127\.0\.0\.1:1, engine request limit 32 \+ queue 16 \(hard cap 48\), system port \d+$/,
+      );
       expect((await sidecar.get('/live')).status).toBe(200);
     } finally {
       expect(await sidecar.stop()).toBe(0);

@@ -64,14 +64,21 @@ describe('busy rejection by thresholds (push load source)', () => {
     const frontend = await frontendOver(['--active-prefill-tokens-threshold-frac', '0.001']);
     const statuses = await chatBurst(frontend, model, 24, 12);
     expect(statuses).toEqual(new Map([[200, 24]]));
-    const listed = JSON.parse((await frontend.get('/busy_threshold')).body) as { thresholds: { model: string; diagnostics: { inactive_checks: { check: string; reason: string }[] } }[] };
-    expect(listed.thresholds[0]!.diagnostics.inactive_checks).toEqual([expect.objectContaining({ check: 'active_prefill_tokens_threshold_frac', reason: 'max_num_batched_tokens unknown' })]);
+    const listed = JSON.parse((await frontend.get('/busy_threshold')).body) as {
+      thresholds: { model: string; diagnostics: { inactive_checks: { check: string; reason: string }[] } }[];
+    };
+    expect(listed.thresholds[0]!.diagnostics.inactive_checks).toEqual([
+      expect.objectContaining({ check: 'active_prefill_tokens_threshold_frac', reason: 'max_num_batched_tokens unknown' }),
+    ]);
     expect(frontend.stderr()).toContain('busy check cannot fire on this worker');
     await frontend.stop();
 
     // Same check over workers that publish max_num_batched_tokens (0.001 * 8192 = 8 tokens).
     const engine = ['--num-gpu-blocks', '64', '--block-size', '4', '--prefill-tokens-per-s', '500'];
-    const published = [await sys.worker({ engine, sidecar: ['--max-num-batched-tokens', '8192'] }), await sys.worker({ engine, sidecar: ['--max-num-batched-tokens', '8192'] })];
+    const published = [
+      await sys.worker({ engine, sidecar: ['--max-num-batched-tokens', '8192'] }),
+      await sys.worker({ engine, sidecar: ['--max-num-batched-tokens', '8192'] }),
+    ];
     const withMax = await sys.frontend([...published.flatMap((w) => ['--worker', w.sidecar.address]), '--active-prefill-tokens-threshold-frac', '0.001']);
     await waitFor(async () => (await withMax.get('/ready')).status === 200, 'the frontend to know the workers');
     const fired = await chatBurst(withMax, model, 48, 16);

@@ -22,7 +22,10 @@ beforeAll(async () => {
   engine = await startSimulatedEngine({ decodeStepMs: 1 });
   const config = parseSidecarConfig({ listen: '127.0.0.1:0', systemHost: '127.0.0.1', systemPort: '0', engineRequestLimit: '4' }, {});
   sidecar = await startSidecar(config, { logger: recordingLogger(), upstream: { host: '127.0.0.1', port: engine.grpcPort } });
-  const frontendConfig = parseFrontendConfig({ httpHost: '127.0.0.1', httpPort: '0', workers: [`127.0.0.1:${sidecar.ingressPort}`], overloadLeaseMs: '60000' }, {});
+  const frontendConfig = parseFrontendConfig(
+    { httpHost: '127.0.0.1', httpPort: '0', workers: [`127.0.0.1:${sidecar.ingressPort}`], overloadLeaseMs: '60000' },
+    {},
+  );
   frontend = await startFrontend(frontendConfig, { logger: recordingLogger() });
   await waitFor(() => frontend.router.ready(), 'the worker to be known');
 });

@@ -48,7 +48,15 @@ beforeAll(async () => {
   router.modelList = ['sim'];
   router.targets = workers.map((w, i) => target(String(i + 1), w.sidecar.address));
   registry = new Registry();
-  app = buildFrontendApp({ router, thresholds: new FakeThresholds(), workers: clients, tokenizer: createDefaultTokenizer(), registry, logger: silentLogger, options: TEST_OPTIONS });
+  app = buildFrontendApp({
+    router,
+    thresholds: new FakeThresholds(),
+    workers: clients,
+    tokenizer: createDefaultTokenizer(),
+    registry,
+    logger: silentLogger,
+    options: TEST_OPTIONS,
+  });
   await app.listen({ host: '127.0.0.1', port: 0 });
   base = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`;
 });
@@ -57,7 +65,10 @@ afterEach(async () => {
   for (const call of fillers) call.cancel();
   fillers = [];
   for (const w of workers) {
-    await waitFor(async () => (await w.sidecar.metric('dynamo_engine_request')) === 0 && (await w.sidecar.metric('dynamo_request_queue')) === 0, 'sidecar empty');
+    await waitFor(
+      async () => (await w.sidecar.metric('dynamo_engine_request')) === 0 && (await w.sidecar.metric('dynamo_request_queue')) === 0,
+      'sidecar empty',
+    );
   }
 });
 
@@ -74,7 +85,12 @@ afterAll(async () => {
 /** Fills a sidecar to its cap with long calls and waits until its gauges show it full. */
 async function fill(worker: Worker): Promise<void> {
   for (let i = 0; i < CAP; i++) {
-    const call = startGenerate(worker.client, { request_id: `filler-${i}`, tokenized: { original_text: '', input_ids: tokens(8) }, sampling_params: { max_tokens: 4000 }, stream: true });
+    const call = startGenerate(worker.client, {
+      request_id: `filler-${i}`,
+      tokenized: { original_text: '', input_ids: tokens(8) },
+      sampling_params: { max_tokens: 4000 },
+      stream: true,
+    });
     call.on('error', () => {});
     fillers.push(call);
   }

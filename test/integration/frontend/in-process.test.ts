@@ -55,7 +55,7 @@ describe('the admin API', () => {
 });
 
 describe('finished worker calls', () => {
-  it('end with the worker\'s own OK, never a reset from the frontend (which the sidecar would count as an early reset)', async () => {
+  it("end with the worker's own OK, never a reset from the frontend (which the sidecar would count as an early reset)", async () => {
     const frontend = await frontendWith({});
     const codes = async (): Promise<Record<string, number>> => {
       const metric = await sidecar.registry.getSingleMetric('dynamo_sidecar_requests_total')!.get();

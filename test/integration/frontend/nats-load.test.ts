@@ -36,7 +36,8 @@ async function ready(frontend: FrontendProcess): Promise<FrontendProcess> {
   return frontend;
 }
 
-const chat = (frontend: FrontendProcess) => frontend.post('/v1/chat/completions', { model, messages: [{ role: 'user', content: 'hello there' }], max_tokens: 4 });
+const chat = (frontend: FrontendProcess) =>
+  frontend.post('/v1/chat/completions', { model, messages: [{ role: 'user', content: 'hello there' }], max_tokens: 4 });
 
 describe('load from NATS', () => {
   it('two NATS frontends and a push frontend make the same busy decisions for the same traffic', async () => {
@@ -53,9 +54,17 @@ describe('load from NATS', () => {
     // context): far longer than this test, which cancels it, even on a slow machine.
     const client = engineClient(workers[0]!.sidecar.address);
     clients.push(client);
-    const calls = [startGenerate(client, { request_id: 'fill', tokenized: { original_text: '', input_ids: tokens(128) }, sampling_params: { max_tokens: 800, ignore_eos: true }, stream: true })];
+    const calls = [
+      startGenerate(client, {
+        request_id: 'fill',
+        tokenized: { original_text: '', input_ids: tokens(128) },
+        sampling_params: { max_tokens: 800, ignore_eos: true },
+        stream: true,
+      }),
+    ];
     calls.forEach((c) => c.on('error', () => {}));
-    for (const f of frontends) await waitFor(async () => (await f.metric('dynamo_frontend_busy_workers', { model })) === 1, 'worker 0 to be busy at every frontend', 15_000, 50);
+    for (const f of frontends)
+      await waitFor(async () => (await f.metric('dynamo_frontend_busy_workers', { model })) === 1, 'worker 0 to be busy at every frontend', 15_000, 50);
 
     // Every frontend sends everything to worker 1, and none refuses: worker 1 is free.
     const served = async (): Promise<number> => (await workers[1]!.sidecar.metric('dynamo_sidecar_requests_total', 'grpc_code="OK"')) || 0;
@@ -67,7 +76,8 @@ describe('load from NATS', () => {
     expect(busyWorker?.length).toBe(2);
 
     calls.forEach((c) => c.cancel());
-    for (const f of frontends) await waitFor(async () => (await f.metric('dynamo_frontend_busy_workers', { model })) === 0, 'worker 0 to be free again at every frontend', 15_000, 50);
+    for (const f of frontends)
+      await waitFor(async () => (await f.metric('dynamo_frontend_busy_workers', { model })) === 0, 'worker 0 to be free again at every frontend', 15_000, 50);
     await Promise.all(frontends.map((f) => f.stop()));
   });
 
@@ -85,12 +95,22 @@ describe('load from NATS', () => {
     try {
       await waitFor(() => (statuses.get(200) ?? 0) >= 5, 'requests to flow');
       await nats.stop();
-      await waitFor(async () => (await frontend.metric('dynamo_frontend_load_source_connected', { source: 'nats' })) === 0, 'the frontend to see NATS gone', 15_000, 50);
+      await waitFor(
+        async () => (await frontend.metric('dynamo_frontend_load_source_connected', { source: 'nats' })) === 0,
+        'the frontend to see NATS gone',
+        15_000,
+        50,
+      );
       const during = statuses.get(200) ?? 0;
       await waitFor(() => (statuses.get(200) ?? 0) >= during + 10, 'requests to keep flowing without NATS', 15_000, 20);
       await nats.restart();
       const eventsAtRestart = await frontend.metric('dynamo_frontend_load_events_total', { source: 'nats', result: 'applied' });
-      await waitFor(async () => (await frontend.metric('dynamo_frontend_load_events_total', { source: 'nats', result: 'applied' })) >= eventsAtRestart + 4, 'load events to resume', 20_000, 100);
+      await waitFor(
+        async () => (await frontend.metric('dynamo_frontend_load_events_total', { source: 'nats', result: 'applied' })) >= eventsAtRestart + 4,
+        'load events to resume',
+        20_000,
+        100,
+      );
     } finally {
       running = false;
       await lanes;

@@ -34,7 +34,12 @@ async function saturate(worker: Worker): Promise<() => void> {
   const client = engineClient(worker.sidecar.address);
   clients.push(client);
   const calls = Array.from({ length: 3 }, (_, i) =>
-    startGenerate(client, { request_id: `hold-${i}`, tokenized: { original_text: '', input_ids: tokens(8) }, sampling_params: { max_tokens: 4000, ignore_eos: true }, stream: true }),
+    startGenerate(client, {
+      request_id: `hold-${i}`,
+      tokenized: { original_text: '', input_ids: tokens(8) },
+      sampling_params: { max_tokens: 4000, ignore_eos: true },
+      stream: true,
+    }),
   );
   for (const call of calls) call.on('error', () => {});
   await waitFor(async () => (await worker.sidecar.metric('dynamo_request_queue')) === 2, 'the sidecar queue to fill');
@@ -70,7 +75,10 @@ describe('worker-side rejection (RESOURCE_EXHAUSTED) at the frontend', () => {
 
     // Load drops: the next load event clears the 20 s lease at once (no stale busy).
     releases.forEach((release) => release());
-    await waitFor(async () => (await workers[0]!.sidecar.metric('dynamo_engine_request')) + (await workers[1]!.sidecar.metric('dynamo_engine_request')) === 0, 'both workers to empty');
+    await waitFor(
+      async () => (await workers[0]!.sidecar.metric('dynamo_engine_request')) + (await workers[1]!.sidecar.metric('dynamo_engine_request')) === 0,
+      'both workers to empty',
+    );
     await waitFor(async () => (await chat()).status === 200, 'a request to succeed after the load dropped', 2000, 50);
     for (let i = 0; i < 6; i++) expect((await chat()).status).toBe(200);
   });

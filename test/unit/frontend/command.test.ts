@@ -18,7 +18,9 @@ describe('dynamo-sidecar frontend', () => {
   });
 
   it('exits 2 naming each bad flag or variable, all at once', async () => {
-    const { err, exits } = await run(['frontend', '--worker', '127.0.0.1:1', '--router-mode', 'fastest', '--active-decode-blocks-threshold', '2'], { DYN_HTTP_PORT: 'x' });
+    const { err, exits } = await run(['frontend', '--worker', '127.0.0.1:1', '--router-mode', 'fastest', '--active-decode-blocks-threshold', '2'], {
+      DYN_HTTP_PORT: 'x',
+    });
     expect(exits).toEqual([2]);
     expect(err).toContain('--router-mode must be one of');
     expect(err).toContain('--active-decode-blocks-threshold must be a number in 0..1');

@@ -96,7 +96,9 @@ describe('H2Wire against node:http2', () => {
   it('reads Huffman-coded, indexed headers, trailers, data and resets from nghttp2', async () => {
     const wire = await H2Wire.connect(port);
     try {
-      const printable = Array.from({ length: 95 }, (_, i) => String.fromCharCode(32 + i)).join('').trim();
+      const printable = Array.from({ length: 95 }, (_, i) => String.fromCharCode(32 + i))
+        .join('')
+        .trim();
       const ids = [1, 2].map(() =>
         wire.sendHeaders(
           [
@@ -109,7 +111,15 @@ describe('H2Wire against node:http2', () => {
           { endStream: true },
         ),
       );
-      const reset = wire.sendHeaders([[':method', 'GET'], [':scheme', 'http'], [':path', '/reset'], [':authority', 'a']], { endStream: true });
+      const reset = wire.sendHeaders(
+        [
+          [':method', 'GET'],
+          [':scheme', 'http'],
+          [':path', '/reset'],
+          [':authority', 'a'],
+        ],
+        { endStream: true },
+      );
       await wire.until(() => [...ids, reset].every((id) => wire.isDone(id)), 5000, 'three answers');
       for (const id of ids) {
         const s = wire.streams.get(id)!;

@@ -38,7 +38,16 @@ describe('LoadPublisher with a hung broker', () => {
 
     const logger = recordingLogger();
     const tracker = new LoadTracker({ workerId: 9 });
-    const p = new LoadPublisher({ servers: nats.url, subject, source: tracker, logger, heartbeatMs: 100, livenessTimeoutMs: 500, reconnectTimeWaitMs: 100, reconnectJitterMs: 20 });
+    const p = new LoadPublisher({
+      servers: nats.url,
+      subject,
+      source: tracker,
+      logger,
+      heartbeatMs: 100,
+      livenessTimeoutMs: 500,
+      reconnectTimeWaitMs: 100,
+      reconnectJitterMs: 20,
+    });
     cleanups.push(() => p.close());
     const registry = new Registry();
     registerLoadMetrics(registry, tracker, undefined, p);

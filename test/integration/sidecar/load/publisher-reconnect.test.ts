@@ -52,7 +52,16 @@ describe('LoadPublisher across broker outages', () => {
     const tracker = new LoadTracker({ workerId: 5 });
     const calls: { payload: string; connected: boolean }[] = [];
     const { logger, msgs } = messages();
-    const p: LoadPublisher = new LoadPublisher({ servers: nats.url, subject, source: tracker, logger, heartbeatMs: 50, reconnectTimeWaitMs: 100, reconnectJitterMs: 20, connect: spyingConnect(calls, () => p.connected) });
+    const p: LoadPublisher = new LoadPublisher({
+      servers: nats.url,
+      subject,
+      source: tracker,
+      logger,
+      heartbeatMs: 50,
+      reconnectTimeWaitMs: 100,
+      reconnectJitterMs: 20,
+      connect: spyingConnect(calls, () => p.connected),
+    });
     cleanups.push(() => p.close());
     p.start();
     await waitFor(() => got.length >= 2, 'two heartbeats reaching the subscriber');
@@ -83,7 +92,15 @@ describe('LoadPublisher across broker outages', () => {
     cleanups.push(() => nats.stop());
     const tracker = new LoadTracker({ workerId: 6, kvTotalBlocks: 10 });
     const { logger, msgs } = messages();
-    const p = new LoadPublisher({ servers: nats.url, subject: loadSubject('ns', 'late', 'generate'), source: tracker, logger, heartbeatMs: 50, reconnectTimeWaitMs: 100, reconnectJitterMs: 20 });
+    const p = new LoadPublisher({
+      servers: nats.url,
+      subject: loadSubject('ns', 'late', 'generate'),
+      source: tracker,
+      logger,
+      heartbeatMs: 50,
+      reconnectTimeWaitMs: 100,
+      reconnectJitterMs: 20,
+    });
     cleanups.push(() => p.close());
     expect(() => p.start()).not.toThrow();
     await sleep(400); // deliberate: several reconnect attempts (100 ms apart), which must warn only once
@@ -137,11 +154,18 @@ describe('LoadPublisher across broker outages', () => {
     const connections: NatsConnection[] = [];
     const spy = spyingConnect(calls, () => true);
     const tracker = new LoadTracker({ workerId: 8 });
-    const p = new LoadPublisher({ servers: nats.url, subject, source: tracker, logger: messages().logger, heartbeatMs: 50, connect: async (o) => {
-      const nc = await spy(o);
-      connections.push(nc);
-      return nc;
-    } });
+    const p = new LoadPublisher({
+      servers: nats.url,
+      subject,
+      source: tracker,
+      logger: messages().logger,
+      heartbeatMs: 50,
+      connect: async (o) => {
+        const nc = await spy(o);
+        connections.push(nc);
+        return nc;
+      },
+    });
     cleanups.push(() => p.close());
     p.start();
     await waitFor(() => got.length >= 2, 'heartbeats reaching the subscriber');

@@ -47,7 +47,15 @@ describe('LoadPublisher with a real nats-server', () => {
     expect(subject).toBe('namespace.dyn%2Eamo.component.back%20end.endpoint.gen%2A.kv_metrics');
     const got = await listen(subject);
     const workerId = defaultWorkerId('host-a', 9000);
-    const tracker = new LoadTracker({ workerId, dataParallelSize: 2, kvTotalBlocks: 64, maxNumBatchedTokens: 2048, model: 'm', grpcAddress: '10.1.2.3:50050', heartbeatMs: 60_000 });
+    const tracker = new LoadTracker({
+      workerId,
+      dataParallelSize: 2,
+      kvTotalBlocks: 64,
+      maxNumBatchedTokens: 2048,
+      model: 'm',
+      grpcAddress: '10.1.2.3:50050',
+      heartbeatMs: 60_000,
+    });
     tracker.callStarted(1, 40);
     await started(tracker, subject, { heartbeatMs: 60_000 });
     await waitFor(() => got.length >= 2, 'one event per rank', 5000);
@@ -55,11 +63,27 @@ describe('LoadPublisher with a real nats-server', () => {
     const e1 = got.find((e) => e.dp_rank === 1)!;
     expect(Object.keys(e1).sort()).toEqual(
       [
-        ...['active_decode_blocks', 'active_prefill_tokens', 'draining', 'dp_rank', 'engine_request', 'engine_request_limit', 'kv_total_blocks', 'kv_used_blocks'],
+        ...[
+          'active_decode_blocks',
+          'active_prefill_tokens',
+          'draining',
+          'dp_rank',
+          'engine_request',
+          'engine_request_limit',
+          'kv_total_blocks',
+          'kv_used_blocks',
+        ],
         ...['max_num_batched_tokens', 'overloaded', 'request_queue', 'sequence', 'timestamp_ms', 'worker_id', 'model', 'grpc_address', 'heartbeat_ms'],
       ].sort(),
     );
-    expect(e1).toMatchObject({ worker_id: workerId, active_prefill_tokens: 40, active_decode_blocks: 3, kv_total_blocks: 64, kv_used_blocks: null, max_num_batched_tokens: 2048 });
+    expect(e1).toMatchObject({
+      worker_id: workerId,
+      active_prefill_tokens: 40,
+      active_decode_blocks: 3,
+      kv_total_blocks: 64,
+      kv_used_blocks: null,
+      max_num_batched_tokens: 2048,
+    });
     expect(e1).toMatchObject({ model: 'm', grpc_address: '10.1.2.3:50050', heartbeat_ms: 60_000 });
   });
 

@@ -48,7 +48,10 @@ const median = (values: number[]): number => {
 // Everything a test starts is stopped after it, last started first, even when it fails.
 const cleanups: (() => unknown)[] = [];
 afterEach(async () => {
-  for (const c of cleanups.splice(0).reverse()) await Promise.resolve().then(c).catch(() => undefined);
+  for (const c of cleanups.splice(0).reverse())
+    await Promise.resolve()
+      .then(c)
+      .catch(() => undefined);
 });
 
 let nats: NatsServerHandle;
@@ -176,7 +179,16 @@ function promtoolCheck(text: string): Promise<{ code: number | null; output: str
 
 function expectWellFormed(e: LoadEvent): void {
   expect(Object.keys(e).sort()).toEqual(FIELDS);
-  for (const k of ['worker_id', 'dp_rank', 'active_decode_blocks', 'active_prefill_tokens', 'engine_request', 'request_queue', 'timestamp_ms', 'sequence'] as const) {
+  for (const k of [
+    'worker_id',
+    'dp_rank',
+    'active_decode_blocks',
+    'active_prefill_tokens',
+    'engine_request',
+    'request_queue',
+    'timestamp_ms',
+    'sequence',
+  ] as const) {
     expect(Number.isInteger(e[k]) && e[k] >= 0, `${k}=${e[k]}`).toBe(true);
   }
   for (const k of ['kv_used_blocks', 'kv_total_blocks', 'max_num_batched_tokens', 'engine_request_limit'] as const) {
@@ -280,10 +292,19 @@ describe('sidecar load events end to end (real sidecar, nats-server, simulated e
 
     // The load client through the sidecar: every event well formed, the numbers move.
     const loadMark = mine().length;
-    const summary = await runLoad({ target: s.address, concurrency: 4, count: 24, promptTokens: { min: 64, max: 256 }, maxTokens: { min: 8, max: 24 }, graceS: 20 });
+    const summary = await runLoad({
+      target: s.address,
+      concurrency: 4,
+      count: 24,
+      promptTokens: { min: 64, max: 256 },
+      maxTokens: { min: 8, max: 24 },
+      graceS: 20,
+    });
     expect(summary.completed).toBe(24);
     expect(summary.rejected).toBe(0);
-    const underLoad = mine().slice(loadMark).map((r) => r.event);
+    const underLoad = mine()
+      .slice(loadMark)
+      .map((r) => r.event);
     expect(underLoad.some((ev) => ev.engine_request >= 2)).toBe(true);
     expect(underLoad.some((ev) => ev.active_prefill_tokens > 0)).toBe(true);
     expect(underLoad.some((ev) => ev.active_decode_blocks > 0)).toBe(true);
@@ -351,7 +372,15 @@ describe('sidecar load events end to end (real sidecar, nats-server, simulated e
     ).catch(() => undefined); // the expectation below shows the difference
     expect(pair[0]).toEqual(pair[1]);
     const latest = lastOf(mine())!.event;
-    expect(latest).toMatchObject({ worker_id: 4242, dp_rank: 0, kv_total_blocks: 1024, max_num_batched_tokens: 8192, engine_request_limit: 8, overloaded: false, draining: false });
+    expect(latest).toMatchObject({
+      worker_id: 4242,
+      dp_rank: 0,
+      kv_total_blocks: 1024,
+      max_num_batched_tokens: 8192,
+      engine_request_limit: 8,
+      overloaded: false,
+      draining: false,
+    });
     // Who the worker is: the engine's model (GetModelInfo), the bound ingress port, the heartbeat.
     expect(latest).toMatchObject({ model: e.options.modelName, grpc_address: s.address, heartbeat_ms: 200 });
 
@@ -379,7 +408,9 @@ describe('sidecar load events end to end (real sidecar, nats-server, simulated e
     // Publish-to-receive latency (timestamp_ms is taken when the event is built).
     const latencies = events.map((r) => r.at - r.event.timestamp_ms);
     expect(median(latencies)).toBeLessThan(100);
-    console.log(`[sidecar-load-events] ${events.length} events, publish-to-receive median ${median(latencies)} ms (min ${Math.min(...latencies)}, max ${Math.max(...latencies)}); sample: ${JSON.stringify(underLoad.find((ev) => ev.active_prefill_tokens > 0 && ev.active_decode_blocks > 0 && (ev.kv_used_blocks ?? 0) > 0) ?? latest)}`);
+    console.log(
+      `[sidecar-load-events] ${events.length} events, publish-to-receive median ${median(latencies)} ms (min ${Math.min(...latencies)}, max ${Math.max(...latencies)}); sample: ${JSON.stringify(underLoad.find((ev) => ev.active_prefill_tokens > 0 && ev.active_decode_blocks > 0 && (ev.kv_used_blocks ?? 0) > 0) ?? latest)}`,
+    );
 
     // SIGTERM: the drain is announced before the sidecar exits.
     expect(await s.stop('SIGTERM')).toBe(0);
@@ -390,9 +421,12 @@ describe('sidecar load events end to end (real sidecar, nats-server, simulated e
     const e = await engine({ decodeStepMs: 20 });
     const subject = loadSubject('dynamo', 'backend', 'generate');
     const { got } = await subscribe(nats.url, subject);
-    const s = await sidecar(['--upstream', e.address, '--engine-request-limit', '2', '--nats-url', nats.url, '--load-heartbeat-ms', '200', '--worker-id', '7'], {
-      DYN_DYNAMO_REQUEST_QUEUE_LIMIT: '2',
-    });
+    const s = await sidecar(
+      ['--upstream', e.address, '--engine-request-limit', '2', '--nats-url', nats.url, '--load-heartbeat-ms', '200', '--worker-id', '7'],
+      {
+        DYN_DYNAMO_REQUEST_QUEUE_LIMIT: '2',
+      },
+    );
     await waitFor(() => got.length > 0, 'first event', 10_000);
 
     // Idle: a heartbeat event every ~200 ms, sequence rising by one.
@@ -410,7 +444,14 @@ describe('sidecar load events end to end (real sidecar, nats-server, simulated e
 
     // A burst far beyond N=2, Q=2: rejections, and overloaded events while it lasts.
     const burstFrom = got.length;
-    const summary = await runLoad({ target: s.address, concurrency: 30, count: 150, promptTokens: { min: 16, max: 16 }, maxTokens: { min: 5, max: 5 }, graceS: 20 });
+    const summary = await runLoad({
+      target: s.address,
+      concurrency: 30,
+      count: 150,
+      promptTokens: { min: 16, max: 16 },
+      maxTokens: { min: 5, max: 5 },
+      graceS: 20,
+    });
     const drainedAt = Date.now();
     expect(summary.rejected).toBeGreaterThan(0);
     expect(summary.completed).toBeGreaterThan(0);
@@ -421,11 +462,16 @@ describe('sidecar load events end to end (real sidecar, nats-server, simulated e
 
     // Within one heartbeat (plus scheduling slack) of the drain: not busy, and it stays so.
     await waitFor(
-      () => got.slice(burstFrom + firstBusy).some((r) => !r.event.overloaded && r.event.engine_request === 0 && r.event.request_queue === 0 && r.at >= drainedAt - 50),
+      () =>
+        got
+          .slice(burstFrom + firstBusy)
+          .some((r) => !r.event.overloaded && r.event.engine_request === 0 && r.event.request_queue === 0 && r.at >= drainedAt - 50),
       'a non-busy event after the drain',
       2000,
     );
-    const calm = got.slice(burstFrom + firstBusy).find((r) => !r.event.overloaded && r.event.engine_request === 0 && r.event.request_queue === 0 && r.at >= drainedAt - 50)!;
+    const calm = got
+      .slice(burstFrom + firstBusy)
+      .find((r) => !r.event.overloaded && r.event.engine_request === 0 && r.event.request_queue === 0 && r.at >= drainedAt - 50)!;
     expect(calm.at - drainedAt).toBeLessThan(200 + 300);
     const calmIndex = got.indexOf(calm);
     await sleep(700);
@@ -441,9 +487,12 @@ describe('sidecar load events end to end (real sidecar, nats-server, simulated e
     const e = await engine({ decodeStepMs: 20 });
     const subject = loadSubject('dynamo', 'reject', 'generate');
     const { got } = await subscribe(nats.url, subject);
-    const s = await sidecar(['--upstream', e.address, '--engine-request-limit', '1', '--nats-url', nats.url, '--component', 'reject', '--load-heartbeat-ms', '5000'], {
-      DYN_DYNAMO_REQUEST_QUEUE_LIMIT: '2',
-    });
+    const s = await sidecar(
+      ['--upstream', e.address, '--engine-request-limit', '1', '--nats-url', nats.url, '--component', 'reject', '--load-heartbeat-ms', '5000'],
+      {
+        DYN_DYNAMO_REQUEST_QUEUE_LIMIT: '2',
+      },
+    );
     await waitFor(() => got.length > 0, 'first event', 10_000);
     const c = client(s.address);
     // Fill the gate: one call in the engine, two queued (they last ~4 s).
@@ -474,9 +523,12 @@ describe('sidecar load events end to end (real sidecar, nats-server, simulated e
     const e = await engine({ decodeStepMs: 2, prefillTokensPerS: 1_000_000 });
     const subject = loadSubject('dynamo', 'outage', 'generate');
     const before = await subscribe(broker.url, subject);
-    const s = await sidecar(['--upstream', e.address, '--engine-request-limit', '16', '--nats-url', relay.url, '--component', 'outage', '--load-heartbeat-ms', '200'], {
-      DYN_DYNAMO_REQUEST_QUEUE_LIMIT: '16',
-    });
+    const s = await sidecar(
+      ['--upstream', e.address, '--engine-request-limit', '16', '--nats-url', relay.url, '--component', 'outage', '--load-heartbeat-ms', '200'],
+      {
+        DYN_DYNAMO_REQUEST_QUEUE_LIMIT: '16',
+      },
+    );
     await waitFor(() => before.got.length >= 2, 'events before the outage', 10_000);
     const c = client(s.address);
     const sample = async (n: number): Promise<number> => {
@@ -535,21 +587,50 @@ describe('sidecar load events end to end (real sidecar, nats-server, simulated e
     expect(served.engine_request).toBe(first.engine_request);
     expect(await s.metric('dynamo_sidecar_nats_connected')).toBe(1);
     await waitFor(() => afterSub.got.length >= 3, 'heartbeats resume', 3000);
-    console.log(`[sidecar-load-events] outage: p50 before ${p50Before.toFixed(1)} ms, during ${p50During.toFixed(1)} ms; RSS growth ${((rssDuring - rssBefore) / 1048576).toFixed(1)} MiB`);
+    console.log(
+      `[sidecar-load-events] outage: p50 before ${p50Before.toFixed(1)} ms, during ${p50During.toFixed(1)} ms; RSS growth ${((rssDuring - rssBefore) / 1048576).toFixed(1)} MiB`,
+    );
     for (const h of held) h.cancel();
   });
 
   it('serves the same latest state at GET /load when NATS is not configured', async () => {
     const e = await engine({ decodeStepMs: 20 });
-    const s = await sidecar(['--upstream', e.address, '--engine-request-limit', '2', '--namespace', 'my.ns', '--max-num-batched-tokens', '4096', '--kv-total-blocks', '512', '--worker-id', '99'], {
-      DYN_DYNAMO_REQUEST_QUEUE_LIMIT: '2',
-    });
+    const s = await sidecar(
+      [
+        '--upstream',
+        e.address,
+        '--engine-request-limit',
+        '2',
+        '--namespace',
+        'my.ns',
+        '--max-num-batched-tokens',
+        '4096',
+        '--kv-total-blocks',
+        '512',
+        '--worker-id',
+        '99',
+      ],
+      {
+        DYN_DYNAMO_REQUEST_QUEUE_LIMIT: '2',
+      },
+    );
     const idle = await loadState(s);
     expect(idle.subject).toBe('namespace.my%2Ens.component.backend.endpoint.generate.kv_metrics');
     expect(idle.upstream_reachable).toBe(true);
     expect(idle.ranks).toHaveLength(1);
     expectWellFormed(idle.ranks[0]!);
-    expect(idle.ranks[0]).toMatchObject({ worker_id: 99, dp_rank: 0, engine_request: 0, request_queue: 0, engine_request_limit: 2, kv_total_blocks: 512, kv_used_blocks: null, max_num_batched_tokens: 4096, overloaded: false, draining: false });
+    expect(idle.ranks[0]).toMatchObject({
+      worker_id: 99,
+      dp_rank: 0,
+      engine_request: 0,
+      request_queue: 0,
+      engine_request_limit: 2,
+      kv_total_blocks: 512,
+      kv_used_blocks: null,
+      max_num_batched_tokens: 4096,
+      overloaded: false,
+      draining: false,
+    });
     expect(await s.metrics()).not.toMatch(/^dynamo_sidecar_nats_connected/m);
 
     const c = client(s.address);
@@ -558,9 +639,21 @@ describe('sidecar load events end to end (real sidecar, nats-server, simulated e
     await waitFor(async () => (await loadState(s)).ranks[0]!.request_queue === 2, 'two queued in /load', 3000);
     const rejected = await generate(c, request(16, 1));
     expect(rejected.code).toBe(grpc.status.RESOURCE_EXHAUSTED);
-    expect((await loadState(s)).ranks[0]).toMatchObject({ engine_request: 2, request_queue: 2, overloaded: true, active_prefill_tokens: 0, active_decode_blocks: 2 * Math.ceil(100 / 16) });
+    expect((await loadState(s)).ranks[0]).toMatchObject({
+      engine_request: 2,
+      request_queue: 2,
+      overloaded: true,
+      active_prefill_tokens: 0,
+      active_decode_blocks: 2 * Math.ceil(100 / 16),
+    });
     for (const h of held) h.cancel();
     await waitFor(async () => (await loadState(s)).ranks[0]!.engine_request === 0, 'idle /load after the cancels', 3000);
-    expect((await loadState(s)).ranks[0]).toMatchObject({ engine_request: 0, request_queue: 0, overloaded: false, active_prefill_tokens: 0, active_decode_blocks: 0 });
+    expect((await loadState(s)).ranks[0]).toMatchObject({
+      engine_request: 0,
+      request_queue: 0,
+      overloaded: false,
+      active_prefill_tokens: 0,
+      active_decode_blocks: 0,
+    });
   });
 });

@@ -56,7 +56,10 @@ const WorkerLoad = (() => {
 // Everything a test starts is stopped after it, last started first, even when it fails.
 const cleanups: (() => unknown)[] = [];
 afterEach(async () => {
-  for (const c of cleanups.splice(0).reverse()) await Promise.resolve().then(c).catch(() => undefined);
+  for (const c of cleanups.splice(0).reverse())
+    await Promise.resolve()
+      .then(c)
+      .catch(() => undefined);
 });
 
 async function engine(options: Partial<EngineOptions>): Promise<RunningEngine> {
@@ -123,7 +126,18 @@ const median = (values: number[]): number => [...values].sort((a, b) => a - b)[M
 describe('WorkerLoad/Watch on the sidecar port (real sidecar, simulated engine, grpc-js client)', () => {
   it("streams the engine's model, the bound address, engine_request up and back to 0, heartbeats while idle, and draining on SIGTERM", async () => {
     const e = await engine({ modelName: 'acme/watch-model-7b', decodeStepMs: 20 });
-    const s = await sidecar(['--upstream', e.address, '--engine-request-limit', '4', '--load-heartbeat-ms', '300', '--worker-id', '31', '--drain-grace-ms', '20000']);
+    const s = await sidecar([
+      '--upstream',
+      e.address,
+      '--engine-request-limit',
+      '4',
+      '--load-heartbeat-ms',
+      '300',
+      '--worker-id',
+      '31',
+      '--drain-grace-ms',
+      '20000',
+    ]);
     const w = watch(s.address);
 
     // The model is learned from the engine's GetModelInfo, without any call from a client.

@@ -62,9 +62,7 @@ describe('with --engine-request-limit 8 and DYN_DYNAMO_REQUEST_QUEUE_LIMIT=4', (
   it('holds exactly 8 in the engine and 4 queued out of a 2,000-call burst, rejecting the other 1,988 at once', async () => {
     const rejectionsBefore = await sidecar.metric('dynamo_rejection_request_total');
     const outcomes: (UnaryOutcome<EchoReply> | undefined)[] = Array.from({ length: 2000 }, () => undefined);
-    const calls = Array.from({ length: 2000 }, (_, i) =>
-      hold(client, String(i)).then((outcome) => (outcomes[i] = outcome)),
-    );
+    const calls = Array.from({ length: 2000 }, (_, i) => hold(client, String(i)).then((outcome) => (outcomes[i] = outcome)));
     const settled = (): UnaryOutcome<EchoReply>[] => outcomes.filter((o): o is UnaryOutcome<EchoReply> => o !== undefined);
 
     await waitFor(() => settled().length === 1988 && engine.held === 8, '1,988 rejections and 8 held calls', 30_000);
@@ -158,7 +156,8 @@ describe('with --engine-request-limit 8 and DYN_DYNAMO_REQUEST_QUEUE_LIMIT=4', (
     );
     await Promise.all(pending);
 
-    for (const [tag, outcome] of outcomes) if (outcome.code === grpc.status.DEADLINE_EXCEEDED && !engine.headerArrivals.includes(String(tag))) expiredInQueue.add(tag);
+    for (const [tag, outcome] of outcomes)
+      if (outcome.code === grpc.status.DEADLINE_EXCEEDED && !engine.headerArrivals.includes(String(tag))) expiredInQueue.add(tag);
     // HEADERS order at the engine is the sidecar's dispatch order.
     const arrivals = engine.headerArrivals.map(Number);
     expect(engine.maxActive).toBeLessThanOrEqual(8);
@@ -171,7 +170,10 @@ describe('with --engine-request-limit 8 and DYN_DYNAMO_REQUEST_QUEUE_LIMIT=4', (
     // Every call ended with a status the scenario explains.
     const codes = new Set([...outcomes.values()].map((o) => o.code));
     for (const code of codes) expect([grpc.status.OK, grpc.status.RESOURCE_EXHAUSTED, grpc.status.CANCELLED, grpc.status.DEADLINE_EXCEEDED]).toContain(code);
-    await waitFor(async () => (await sidecar.metric('dynamo_engine_request')) === 0 && (await sidecar.metric('dynamo_request_queue')) === 0, 'both gauges at 0');
+    await waitFor(
+      async () => (await sidecar.metric('dynamo_engine_request')) === 0 && (await sidecar.metric('dynamo_request_queue')) === 0,
+      'both gauges at 0',
+    );
     expect(await sidecar.metric('dynamo_sidecar_queue_cancelled_total')).toBeGreaterThan(0);
   });
 

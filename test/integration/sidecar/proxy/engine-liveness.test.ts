@@ -6,7 +6,10 @@
 import type { ClientHttp2Stream, IncomingHttpHeaders } from 'node:http2';
 import { afterEach, describe, expect, it } from 'vitest';
 import { frameMessage } from '../../../../src/protocol/grpc/framing.js';
-import { DEFAULT_UPSTREAM_PING_INTERVAL_MS as DEFAULT_PING_INTERVAL_MS, DEFAULT_UPSTREAM_PING_TIMEOUT_MS as DEFAULT_PING_TIMEOUT_MS } from '../../../../src/sidecar/config/sidecar-config.js';
+import {
+  DEFAULT_UPSTREAM_PING_INTERVAL_MS as DEFAULT_PING_INTERVAL_MS,
+  DEFAULT_UPSTREAM_PING_TIMEOUT_MS as DEFAULT_PING_TIMEOUT_MS,
+} from '../../../../src/sidecar/config/sidecar-config.js';
 import { UpstreamPool } from '../../../../src/sidecar/proxy/upstream.js';
 import { startEngineProcess, type EngineProcess } from '../../../support/engine-process.js';
 import { TEST_ENGINE_PATH } from '../../../support/raw-grpc.js';

@@ -36,7 +36,12 @@ describe('back-pressure, both ways', () => {
 
   it('keeps the sidecar bounded while a fast engine streams 200 MiB to a client that has stopped reading', async () => {
     const rssBefore = await sidecar.metric('process_resident_memory_bytes');
-    const { session, stream } = rawCall(sidecar.address, `${TEST_ENGINE_PATH}/Flood`, {}, messageType('EchoRequest').serialize({ count: 3200, reply_bytes: 65_536 }));
+    const { session, stream } = rawCall(
+      sidecar.address,
+      `${TEST_ENGINE_PATH}/Flood`,
+      {},
+      messageType('EchoRequest').serialize({ count: 3200, reply_bytes: 65_536 }),
+    );
     stream.pause(); // read nothing
 
     await waitFor(() => engine.floodWritten > 0, 'the engine to start streaming');
@@ -137,12 +142,24 @@ describe('engine resets', () => {
           resolve(status);
         };
         if (streaming) {
-          const stream = client.makeBidiStreamRequest(path, (x: Buffer) => x, (x: Buffer) => x);
+          const stream = client.makeBidiStreamRequest(
+            path,
+            (x: Buffer) => x,
+            (x: Buffer) => x,
+          );
           stream.on('error', () => {});
           stream.on('status', done);
           stream.write(Buffer.alloc(0));
         } else {
-          client.makeUnaryRequest(path, (x: Buffer) => x, (x: Buffer) => x, Buffer.alloc(0), () => {}).on('status', done);
+          client
+            .makeUnaryRequest(
+              path,
+              (x: Buffer) => x,
+              (x: Buffer) => x,
+              Buffer.alloc(0),
+              () => {},
+            )
+            .on('status', done);
         }
       });
     return Promise.all([call(sidecar.address), call(address)]);

@@ -210,7 +210,12 @@ describe('hostile clients (N=4, Q=2)', () => {
     const burst = (phase: string): void => {
       for (let i = 0; i < 50; i++) {
         const tag = `expired-${phase}-${i}`;
-        const id = wire.sendHeaders(grpcRequestHeaders(path('Unary'), [['grpc-timeout', timeouts[i % timeouts.length]!], ['x-tag', tag]]));
+        const id = wire.sendHeaders(
+          grpcRequestHeaders(path('Unary'), [
+            ['grpc-timeout', timeouts[i % timeouts.length]!],
+            ['x-tag', tag],
+          ]),
+        );
         // The message goes out, the request side stays open.
         wire.write(dataFrame(id, echo({ payload: Buffer.from(tag) })));
         sent.push({ id, tag });
@@ -272,7 +277,14 @@ describe('hostile clients (N=4, Q=2)', () => {
     'frees the slots of calls reset with NO_ERROR after their response headers (engine %s), while the idle connection stays open',
     async (engineState) => {
       const wire = await open({ settings: [[Setting.INITIAL_WINDOW_SIZE, 0]], autoWindowUpdate: false });
-      const ids = Array.from({ length: N }, () => wire.sendHeaders(grpcRequestHeaders(path('Early'), [['x-replies', '4'], ['x-reply-bytes', '1024']])));
+      const ids = Array.from({ length: N }, () =>
+        wire.sendHeaders(
+          grpcRequestHeaders(path('Early'), [
+            ['x-replies', '4'],
+            ['x-reply-bytes', '1024'],
+          ]),
+        ),
+      );
       await wire.until(() => ids.every((id) => wire.stream(id).headerBlocks.length > 0), 10_000, 'response headers on every call');
       if (engineState === 'already finished') {
         engine.releaseEarly();
@@ -309,7 +321,15 @@ describe('hostile clients (N=4, Q=2)', () => {
   // Item 5: connection-specific request headers are normalised or dropped, never break the engine session.
   it('forwards calls with te: Trailers (any case) and http2-settings over one engine connection, without naming the engine', async () => {
     const connectionsBefore = counter.accepted;
-    const variants: HeaderList[] = [[['te', 'Trailers']], [['te', 'TRAILERS']], [['http2-settings', 'AAMAAABkAARAAAAAAAIAAAAA']], [['te', 'Trailers'], ['http2-settings', 'AAMAAABk']]];
+    const variants: HeaderList[] = [
+      [['te', 'Trailers']],
+      [['te', 'TRAILERS']],
+      [['http2-settings', 'AAMAAABkAARAAAAAAAIAAAAA']],
+      [
+        ['te', 'Trailers'],
+        ['http2-settings', 'AAMAAABk'],
+      ],
+    ];
     const wire = await open();
     const ids: number[] = [];
     for (let batch = 0; batch < 50; batch++) {
@@ -352,7 +372,13 @@ describe('hostile clients (N=4, Q=2)', () => {
       return id;
     });
     // Watch streams stay open: 50 answered with headers, the rest refused (or the connection ended).
-    await wire.until(() => wire.closed || ids.filter((id) => wire.stream(id).headerBlocks.length > 0 || wire.stream(id).rstCode !== undefined).length === ids.length, 10_000, 'an answer or a refusal for every stream').catch(() => {});
+    await wire
+      .until(
+        () => wire.closed || ids.filter((id) => wire.stream(id).headerBlocks.length > 0 || wire.stream(id).rstCode !== undefined).length === ids.length,
+        10_000,
+        'an answer or a refusal for every stream',
+      )
+      .catch(() => {});
     const answered = ids.filter((id) => wire.stream(id).headerBlocks.length > 0 && wire.stream(id).rstCode === undefined);
     const refused = ids.filter((id) => [ErrorCode.REFUSED_STREAM, ErrorCode.PROTOCOL_ERROR].includes(wire.stream(id).rstCode as 7 | 1));
     expect(answered.length, 'streams served on one connection').toBeLessThanOrEqual(50);
@@ -402,7 +428,11 @@ describe('hostile clients (N=4, Q=2)', () => {
   describe('connection timeouts (handshake 500 ms, idle 1000 ms)', () => {
     let timed: SidecarProcess;
     beforeAll(async () => {
-      timed = await startSidecarProcess(['--upstream', engine.address], { ...ADMISSION_ENV, DYN_SIDECAR_IDLE_TIMEOUT_MS: '1000', DYN_SIDECAR_HANDSHAKE_TIMEOUT_MS: '500' });
+      timed = await startSidecarProcess(['--upstream', engine.address], {
+        ...ADMISSION_ENV,
+        DYN_SIDECAR_IDLE_TIMEOUT_MS: '1000',
+        DYN_SIDECAR_HANDSHAKE_TIMEOUT_MS: '500',
+      });
     });
     afterAll(async () => {
       await timed?.stop('SIGKILL');
@@ -438,25 +468,28 @@ describe('hostile clients (N=4, Q=2)', () => {
     it.each([
       ['DATA on stream 0', (wire: H2Wire) => wire.write(dataFrame(0, Buffer.alloc(3)))],
       ['RST_STREAM on stream 0', (wire: H2Wire) => wire.write(rstStreamFrame(0, ErrorCode.CANCEL))],
-    ])('frees the slots of calls on a connection node stopped reading after a protocol error (%s), socket kept open or closed', async (_name, breakConnection) => {
-      for (const closeSocket of [false, true]) {
-        const wires = [];
-        for (let i = 0; i < 4; i++) {
-          const wire = await open({}, timed.port);
-          await wire.until(() => wire.peerSettingsReceived, 5000, "the sidecar's SETTINGS");
-          wire.sendHeaders(grpcRequestHeaders(path('Hold'), [['x-tag', 'broken-connection']])); // no grpc-timeout
-          await wire.roundTrip();
-          breakConnection(wire);
-          if (closeSocket) wire.destroy();
-          wires.push(wire);
+    ])(
+      'frees the slots of calls on a connection node stopped reading after a protocol error (%s), socket kept open or closed',
+      async (_name, breakConnection) => {
+        for (const closeSocket of [false, true]) {
+          const wires = [];
+          for (let i = 0; i < 4; i++) {
+            const wire = await open({}, timed.port);
+            await wire.until(() => wire.peerSettingsReceived, 5000, "the sidecar's SETTINGS");
+            wire.sendHeaders(grpcRequestHeaders(path('Hold'), [['x-tag', 'broken-connection']])); // no grpc-timeout
+            await wire.roundTrip();
+            breakConnection(wire);
+            if (closeSocket) wire.destroy();
+            wires.push(wire);
+          }
+          // Node emits nothing for such a connection; the PING liveness check (one handshake
+          // timeout per tick) must destroy it and free the slots.
+          await expectGaugesZero(timed, 10_000);
+          for (const wire of wires) wire.destroy();
         }
-        // Node emits nothing for such a connection; the PING liveness check (one handshake
-        // timeout per tick) must destroy it and free the slots.
-        await expectGaugesZero(timed, 10_000);
-        for (const wire of wires) wire.destroy();
-      }
-      await expectHealthy(timed, engine);
-    });
+        await expectHealthy(timed, engine);
+      },
+    );
 
     it('closes idle and slow-drip connections on the system port', async () => {
       const idle = netConnect({ host: '127.0.0.1', port: timed.systemPort });
@@ -510,7 +543,10 @@ describe('hostile clients (N=4, Q=2)', () => {
     try {
       const outcomes = [];
       for (let i = 0; i < 10; i++) outcomes.push(await unary(client, 'Unary', { payload: Buffer.from('after') }, { deadlineMs: 10_000 }));
-      expect(outcomes.filter((o) => o.code !== grpc.status.OK).map((o) => o.details), 'normal calls right after the attack').toEqual([]);
+      expect(
+        outcomes.filter((o) => o.code !== grpc.status.OK).map((o) => o.details),
+        'normal calls right after the attack',
+      ).toEqual([]);
     } finally {
       client.close();
     }
@@ -576,7 +612,10 @@ describe('hostile clients (N=4, Q=2)', () => {
   it('survives a SETTINGS flood (20,000 frames, acks not read)', async () => {
     const wire = await open();
     wire.socket.pause();
-    const one = settingsFrame([[Setting.INITIAL_WINDOW_SIZE, 65_535], [Setting.MAX_FRAME_SIZE, 16_384]]);
+    const one = settingsFrame([
+      [Setting.INITIAL_WINDOW_SIZE, 65_535],
+      [Setting.MAX_FRAME_SIZE, 16_384],
+    ]);
     for (let chunk = 0; chunk < 10 && !wire.closed; chunk++) await wire.writeAndDrain(Buffer.concat(Array.from({ length: 2000 }, () => one)), 5000);
     wire.destroy();
     await expectHealthy(sidecar, engine);
@@ -649,7 +688,8 @@ describe('hostile clients (N=4, Q=2)', () => {
         if (point === 'after some DATA') wire.write(dataFrame(id, echo({ payload: Buffer.alloc(1000) })));
         return id;
       });
-      if (point !== 'after HEADERS') await waitFor(() => engine.early + engine.held === heldBefore + group.length, `${point}: the engine to hold codes ${group.join(',')}`);
+      if (point !== 'after HEADERS')
+        await waitFor(() => engine.early + engine.held === heldBefore + group.length, `${point}: the engine to hold codes ${group.join(',')}`);
       if (point === 'after response headers') await wire.until(() => ids.every((id) => wire.stream(id).headerBlocks.length > 0), 10_000, 'response headers');
       group.forEach((code, i) => wire.rst(ids[i]!, code));
       await expectGaugesZero(sidecar);

@@ -50,7 +50,10 @@ function clientFor(sidecar: SidecarProcess): TestEngineClient {
 
 function expectAlive(sidecar: SidecarProcess): void {
   const { exitCode, signalCode } = sidecar.proc;
-  expect(exitCode === null && signalCode === null, `sidecar died: exit code ${exitCode}, signal ${signalCode}\n${sidecar.stderr().trim().split('\n').slice(-10).join('\n')}`).toBe(true);
+  expect(
+    exitCode === null && signalCode === null,
+    `sidecar died: exit code ${exitCode}, signal ${signalCode}\n${sidecar.stderr().trim().split('\n').slice(-10).join('\n')}`,
+  ).toBe(true);
 }
 
 async function expectGaugesZero(sidecar: SidecarProcess, timeoutMs = 10_000): Promise<void> {
@@ -195,7 +198,10 @@ describe('an engine that goes away', () => {
     }
     expect(goawaySent).toBe(true);
     const bad = outcomes.filter((o) => !RETRYABLE_OR_CLEAN.includes(o.code));
-    expect(bad.map((o) => `${o.code} ${o.details}`), 'calls ending other than OK or UNAVAILABLE').toEqual([]);
+    expect(
+      bad.map((o) => `${o.code} ${o.details}`),
+      'calls ending other than OK or UNAVAILABLE',
+    ).toEqual([]);
     await expectHealthy(sidecar, () => engine.maxActive);
   });
 
@@ -206,7 +212,10 @@ describe('an engine that goes away', () => {
     const client = clientFor(sidecar);
     await waitFor(async () => (await sidecar.get('/ready')).status === 200, 'ready', 10_000);
     const calls = Array.from({ length: N + 2 }, (_, i) => unary(client, 'Hold', { tag: `killed-${i}` }, { deadlineMs: 30_000 }));
-    await waitFor(async () => (await sidecar.metric('dynamo_engine_request')) === N && (await sidecar.metric('dynamo_request_queue')) === 2, 'engine and queue full');
+    await waitFor(
+      async () => (await sidecar.metric('dynamo_engine_request')) === N && (await sidecar.metric('dynamo_request_queue')) === 2,
+      'engine and queue full',
+    );
     const maxBefore = (await engine.stats()).maxActive;
     const port = engine.port;
     await engine.kill();
@@ -234,7 +243,7 @@ describe('an engine that goes away', () => {
     await waitFor(() => sockets.size > 0, 'the sidecar to connect to the mute engine');
     // Sample /ready for 4 s: it must never say ready.
     const statuses = new Set<number>();
-    for (const end = Date.now() + 4000; Date.now() < end; ) {
+    for (const end = Date.now() + 4000; Date.now() < end;) {
       statuses.add((await sidecar.get('/ready')).status);
       await new Promise((resolve) => setTimeout(resolve, 200)); // sampling period, not synchronisation
     }
@@ -277,7 +286,12 @@ describe('an engine that resets or stalls streams', () => {
     const wire = await H2Wire.connect(sidecar.port);
     cleanups.push(() => wire.destroy());
     const ids = Array.from({ length: N }, () =>
-      wire.sendHeaders(grpcRequestHeaders(`${TEST_ENGINE_PATH}/Early`, [['grpc-timeout', '1S'], ['x-replies', '1']])),
+      wire.sendHeaders(
+        grpcRequestHeaders(`${TEST_ENGINE_PATH}/Early`, [
+          ['grpc-timeout', '1S'],
+          ['x-replies', '1'],
+        ]),
+      ),
     );
     for (const id of ids) wire.write(dataFrame(id, frameMessage(Buffer.alloc(0)), true));
     await wire.until(() => ids.every((id) => wire.isDone(id)), 10_000, 'every call to end');
@@ -294,7 +308,11 @@ describe("the sidecar's own signals", () => {
   it('keeps serving after SIGHUP, and logs it', async () => {
     const { engine, sidecar } = await readySidecarOverTestEngine();
     sidecar.proc.kill('SIGHUP');
-    await waitFor(() => /SIGHUP/i.test(sidecar.stderr() + sidecar.stdout()) || sidecar.proc.exitCode !== null || sidecar.proc.signalCode !== null, 'a log line about SIGHUP (or the exit)', 5000);
+    await waitFor(
+      () => /SIGHUP/i.test(sidecar.stderr() + sidecar.stdout()) || sidecar.proc.exitCode !== null || sidecar.proc.signalCode !== null,
+      'a log line about SIGHUP (or the exit)',
+      5000,
+    );
     expectAlive(sidecar);
     await expectHealthy(sidecar, () => engine.maxActive);
   });
@@ -319,7 +337,10 @@ describe("the sidecar's own signals", () => {
     await waitFor(async () => (await sidecar.metric('dynamo_request_queue')) === 2, 'two calls queued');
     expect(await sidecar.stop('SIGTERM')).toBe(0);
     for (const outcome of await Promise.all([...inEngine, ...queued])) expect(outcome.code, outcome.details).toBe(grpc.status.UNAVAILABLE);
-    expect(engine.headerArrivals.filter((tag) => tag.startsWith('queued-')), 'queued calls that reached the engine').toEqual([]);
+    expect(
+      engine.headerArrivals.filter((tag) => tag.startsWith('queued-')),
+      'queued calls that reached the engine',
+    ).toEqual([]);
   });
 });
 
@@ -347,4 +368,3 @@ describe('an engine that answers before the client has finished sending (bidi)',
     expectAlive(sidecar);
   });
 });
-

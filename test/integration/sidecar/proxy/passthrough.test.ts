@@ -130,7 +130,9 @@ describe('transparent pass-through', () => {
 
   it('passes an error that ends a stream after some messages', async () => {
     const [proxied, straight] = await both((c) =>
-      collect((c.FailStream as (r: object) => grpc.ClientReadableStream<EchoReply>)({ code: grpc.status.ABORTED, message: 'engine aborted', replies_before: 3 })),
+      collect(
+        (c.FailStream as (r: object) => grpc.ClientReadableStream<EchoReply>)({ code: grpc.status.ABORTED, message: 'engine aborted', replies_before: 3 }),
+      ),
     );
     expect(proxied.messages).toHaveLength(3);
     expect(proxied.status.code).toBe(grpc.status.ABORTED);

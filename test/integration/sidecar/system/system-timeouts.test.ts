@@ -19,7 +19,14 @@ afterEach(async () => {
 });
 
 async function start(options: Partial<SystemServerOptions> = {}): Promise<number> {
-  const server = new SystemServer({ registry: new Registry(), readiness: { notReadyReason: () => undefined }, load: () => ({}), logger: silentLogger, metricsCacheMs: 0, ...options });
+  const server = new SystemServer({
+    registry: new Registry(),
+    readiness: { notReadyReason: () => undefined },
+    load: () => ({}),
+    logger: silentLogger,
+    metricsCacheMs: 0,
+    ...options,
+  });
   servers.push(server);
   return server.listen('127.0.0.1', 0);
 }

@@ -49,7 +49,7 @@ describe('KV cache with 100 blocks of 16 tokens', () => {
     expect(body).toMatch(/vllm:kv_cache_usage_perc\{model_name="kv-test"\}/);
   });
 
-  it('frees a cancelled call\'s blocks at once and admits the waiting one when enough are free', async () => {
+  it("frees a cancelled call's blocks at once and admits the waiting one when enough are free", async () => {
     // Each running sequence holds 30 prompt blocks plus one per 16 tokens decoded so far, so the
     // total keeps moving while we watch: judge by bounds that hold whatever was decoded.
     // 3 running hold >= 90; 2 running hold 60..86 (at most 200 output tokens = 13 blocks each).
@@ -86,7 +86,11 @@ describe('bad requests and deadlines', () => {
     ['a blank text prompt', { request_id: 'a', text: '   ' }, /prompt is empty/],
     ['max_tokens 0', { request_id: 'a', text: 'hi', sampling_params: { max_tokens: 0 } }, /max_tokens must be at least 1/],
     ['a prompt longer than the KV cache', { request_id: 'a', tokenized: { input_ids: tokens(161) } }, /maximum context length is 160/],
-    ['prompt + max_tokens beyond the context', { request_id: 'a', tokenized: { input_ids: tokens(100) }, sampling_params: { max_tokens: 61 } }, /160 tokens, but 100 prompt tokens \+ 61/],
+    [
+      'prompt + max_tokens beyond the context',
+      { request_id: 'a', tokenized: { input_ids: tokens(100) }, sampling_params: { max_tokens: 61 } },
+      /160 tokens, but 100 prompt tokens \+ 61/,
+    ],
     ['n > 1', { request_id: 'a', text: 'hi', sampling_params: { n: 2 } }, /n = 2 is not supported/],
   ])('answers INVALID_ARGUMENT for %s', async (_name, request, message) => {
     const out = await generate(client, request);
@@ -97,7 +101,11 @@ describe('bad requests and deadlines', () => {
 
   it('ends a call at its deadline with DEADLINE_EXCEEDED and frees its blocks', async () => {
     const started = Date.now();
-    const out = await generate(client, { request_id: 'd', text: 'slow one', sampling_params: { max_tokens: 150 }, stream: true }, { deadline: Date.now() + 150 });
+    const out = await generate(
+      client,
+      { request_id: 'd', text: 'slow one', sampling_params: { max_tokens: 150 }, stream: true },
+      { deadline: Date.now() + 150 },
+    );
     expect(out.code).toBe(4);
     expect(Date.now() - started).toBeLessThan(1000);
     await waitFor(() => engine.stats().usedBlocks === 0 && engine.stats().running === 0, 'blocks freed', 5000);

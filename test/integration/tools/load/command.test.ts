@@ -26,11 +26,15 @@ afterAll(async () => {
 describe('load command', () => {
   it('prints the summary as one JSON object with --json', async () => {
     const io = fakeIo();
-    await program(io).parseAsync(['load', '--target', engine.address, '--count', '6', '--concurrency', '3', '--max-tokens', '2-4', '--json', '--quiet'], { from: 'user' });
+    await program(io).parseAsync(['load', '--target', engine.address, '--count', '6', '--concurrency', '3', '--max-tokens', '2-4', '--json', '--quiet'], {
+      from: 'user',
+    });
     expect(io.exits).toEqual([0]);
     expect(io.out).toHaveLength(1);
     const summary = JSON.parse(io.out[0]!) as LoadSummary;
-    expect(Object.keys(summary)).toEqual(expect.arrayContaining(['sent', 'completed', 'rejected', 'errors', 'ttft_ms', 'itl_ms', 'tokens_per_s', 'requests_per_s', 'duration_s']));
+    expect(Object.keys(summary)).toEqual(
+      expect.arrayContaining(['sent', 'completed', 'rejected', 'errors', 'ttft_ms', 'itl_ms', 'tokens_per_s', 'requests_per_s', 'duration_s']),
+    );
     expect(summary).toMatchObject({ sent: 6, completed: 6, rejected: 0, errors: {} });
     expect(Object.keys(summary.ttft_ms)).toEqual(['p50', 'p90', 'p99']);
     expect(io.progressOut).toEqual([]);

@@ -72,11 +72,34 @@ describe('load --openai command', () => {
 describe('bin/dynamo-sidecar load --openai', () => {
   it('prints the JSON summary of a run against the server', async () => {
     const first = server.requests.length;
-    const { code, stdout, stderr } = await runCli(['load', '--openai', `${server.url}/v1`, '--count', '10', '--concurrency', '2', '--prompt-tokens', '6', '--max-tokens', '3', '--json', '--quiet']);
+    const { code, stdout, stderr } = await runCli([
+      'load',
+      '--openai',
+      `${server.url}/v1`,
+      '--count',
+      '10',
+      '--concurrency',
+      '2',
+      '--prompt-tokens',
+      '6',
+      '--max-tokens',
+      '3',
+      '--json',
+      '--quiet',
+    ]);
     expect(stderr).toBe('');
     expect(code).toBe(0);
     const summary = JSON.parse(stdout) as LoadSummary;
-    expect(summary).toMatchObject({ target: `${server.url}/v1/chat/completions`, model: 'fake-model', api: 'chat', sent: 10, completed: 8, rejected: 2, errors: {}, statuses: { '200': 8, '529': 2 } });
+    expect(summary).toMatchObject({
+      target: `${server.url}/v1/chat/completions`,
+      model: 'fake-model',
+      api: 'chat',
+      sent: 10,
+      completed: 8,
+      rejected: 2,
+      errors: {},
+      statuses: { '200': 8, '529': 2 },
+    });
     expect(summary.ttft_ms.p50).toBeGreaterThan(0);
     expect(server.requests.slice(first).every((r) => r.body['max_tokens'] === 3)).toBe(true);
   });

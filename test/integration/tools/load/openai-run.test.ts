@@ -30,7 +30,17 @@ describe('runLoad --openai: answers', () => {
         { openai: server.url, concurrency: 4, count: 12, promptTokens: { min: 7, max: 7 }, maxTokens: { min: 9, max: 9 }, progressIntervalMs: 20 },
         { onProgress: (p) => progress.push(p.sent) },
       );
-      expect(s).toMatchObject({ target: `${server.url}/v1/chat/completions`, model: 'fake-model', api: 'chat', sent: 12, completed: 12, rejected: 0, errors: {}, statuses: { '200': 12 }, retries: 0 });
+      expect(s).toMatchObject({
+        target: `${server.url}/v1/chat/completions`,
+        model: 'fake-model',
+        api: 'chat',
+        sent: 12,
+        completed: 12,
+        rejected: 0,
+        errors: {},
+        statuses: { '200': 12 },
+        retries: 0,
+      });
       expect(s.output_tokens).toBe(60);
       // The role chunk (empty content) goes at once: counting it would put TTFT near 0.
       expect(s.ttft_ms.p50!).toBeGreaterThanOrEqual(39);

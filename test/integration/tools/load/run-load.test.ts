@@ -41,7 +41,14 @@ describe('runLoad against the simulated engine', () => {
   });
 
   it('issues arrivals at a fixed rate in an open loop and stops at the duration', async () => {
-    const s = await runLoad({ target: engine.address, rate: 50, arrival: 'fixed', durationS: 0.5, promptTokens: { min: 8, max: 8 }, maxTokens: { min: 3, max: 3 } });
+    const s = await runLoad({
+      target: engine.address,
+      rate: 50,
+      arrival: 'fixed',
+      durationS: 0.5,
+      promptTokens: { min: 8, max: 8 },
+      maxTokens: { min: 3, max: 3 },
+    });
     expect(s.sent).toBeGreaterThanOrEqual(20);
     expect(s.sent).toBeLessThanOrEqual(27);
     expect(s.completed).toBe(s.sent);

@@ -8,8 +8,10 @@ afterEach(async () => {
   await t?.app.close();
 });
 
-const chat = (body: Record<string, unknown> = {}) => t.app.inject({ method: 'POST', url: '/v1/chat/completions', payload: { model: 'm1', messages: [{ role: 'user', content: 'hi' }], ...body } });
-const completion = (body: Record<string, unknown> = {}) => t.app.inject({ method: 'POST', url: '/v1/completions', payload: { model: 'm1', prompt: 'hi', ...body } });
+const chat = (body: Record<string, unknown> = {}) =>
+  t.app.inject({ method: 'POST', url: '/v1/chat/completions', payload: { model: 'm1', messages: [{ role: 'user', content: 'hi' }], ...body } });
+const completion = (body: Record<string, unknown> = {}) =>
+  t.app.inject({ method: 'POST', url: '/v1/completions', payload: { model: 'm1', prompt: 'hi', ...body } });
 const rejections = (endpoint: string) => metricValue(t.registry, 'dynamo_frontend_model_rejection_total', { model: 'm1', endpoint });
 
 const OVERLOADED = { message: 'Service temporarily overloaded', type: 'Overloaded', code: 529 };

@@ -45,7 +45,12 @@ describe('POST /busy_threshold', () => {
   it('sets only the non-null fields given and answers the full entry', async () => {
     t = testApp();
     t.thresholds.values.set('m1', { ...NULLS, active_prefill_tokens_threshold: 100 });
-    const res = await post({ model: 'm1', active_decode_blocks_threshold: 0.85, active_prefill_tokens_threshold: null, active_prefill_tokens_threshold_frac: 1.5 });
+    const res = await post({
+      model: 'm1',
+      active_decode_blocks_threshold: 0.85,
+      active_prefill_tokens_threshold: null,
+      active_prefill_tokens_threshold_frac: 1.5,
+    });
     expect(res.statusCode).toBe(200);
     expect(res.json()).toEqual({
       model: 'm1',
@@ -127,7 +132,9 @@ describe('DELETE /busy_threshold', () => {
     t = testApp();
     const check = await t.app.inject({ method: 'DELETE', url: '/busy_threshold?model=m1&check=queue' });
     expect(check.statusCode).toBe(400);
-    expect(check.json<{ error: string }>().error).toContain('active_decode_blocks_threshold, active_prefill_tokens_threshold, active_prefill_tokens_threshold_frac');
+    expect(check.json<{ error: string }>().error).toContain(
+      'active_decode_blocks_threshold, active_prefill_tokens_threshold, active_prefill_tokens_threshold_frac',
+    );
     expect((await t.app.inject({ method: 'DELETE', url: '/busy_threshold?check=active_decode_blocks_threshold' })).statusCode).toBe(400);
     const model = await t.app.inject({ method: 'DELETE', url: '/busy_threshold?model=ghost&check=active_decode_blocks_threshold' });
     expect(model.statusCode).toBe(404);
@@ -139,7 +146,11 @@ describe('with the admin API off', () => {
   it('answers 404 on every /busy_threshold method', async () => {
     t = testApp({ options: { adminApi: false } });
     for (const method of ['GET', 'POST', 'DELETE'] as const) {
-      const res = await t.app.inject({ method, url: '/busy_threshold?model=m1&check=active_decode_blocks_threshold', ...(method === 'POST' ? { payload: { model: 'm1', active_prefill_tokens_threshold: 1 } } : {}) });
+      const res = await t.app.inject({
+        method,
+        url: '/busy_threshold?model=m1&check=active_decode_blocks_threshold',
+        ...(method === 'POST' ? { payload: { model: 'm1', active_prefill_tokens_threshold: 1 } } : {}),
+      });
       expect(res.statusCode, method).toBe(404);
     }
     expect(t.thresholds.values.size).toBe(0);

@@ -8,9 +8,19 @@ const options = { overloadStatus: 529 };
 
 describe('the error table', () => {
   it('gives every kind its status, type and, for routing outcomes and bugs, a fixed message that hides the internal one', () => {
-    const rows = (['bad_request', 'unsupported_media_type', 'payload_too_large', 'unknown_model', 'unavailable', 'overloaded', 'worker_failed', 'worker_timeout', 'internal'] as const).map(
-      (kind) => [kind, errorAnswer(new FrontendError(kind, 'internal words'), options)] as const,
-    );
+    const rows = (
+      [
+        'bad_request',
+        'unsupported_media_type',
+        'payload_too_large',
+        'unknown_model',
+        'unavailable',
+        'overloaded',
+        'worker_failed',
+        'worker_timeout',
+        'internal',
+      ] as const
+    ).map((kind) => [kind, errorAnswer(new FrontendError(kind, 'internal words'), options)] as const);
     expect(Object.fromEntries(rows.map(([kind, a]) => [kind, [a.status, a.body.type, a.body.message]]))).toEqual({
       bad_request: [400, 'BadRequest', 'internal words'],
       unsupported_media_type: [415, 'UnsupportedMediaType', 'internal words'],

@@ -53,7 +53,16 @@ describe('frontend metrics', () => {
     t.router.decide = () => ({ kind: 'overloaded', details: OVERLOAD_DETAILS });
     await t.app.inject({ method: 'POST', url: '/v1/completions', payload: { model: 'm1', prompt: 'x' } });
     const text = (await t.app.inject({ method: 'GET', url: '/metrics' })).body;
-    for (const name of ['model_rejection_total', 'worker_rejections_total', 'retries_total', 'requests_total', 'inflight_requests', 'time_to_first_token_seconds_count', 'inter_token_latency_seconds_count', 'request_duration_seconds_count']) {
+    for (const name of [
+      'model_rejection_total',
+      'worker_rejections_total',
+      'retries_total',
+      'requests_total',
+      'inflight_requests',
+      'time_to_first_token_seconds_count',
+      'inter_token_latency_seconds_count',
+      'request_duration_seconds_count',
+    ]) {
       expect(text).toMatch(new RegExp(`^dynamo_frontend_${name}\\{`, 'mu'));
     }
     const result = spawnSync('promtool', ['check', 'metrics'], { input: text, encoding: 'utf8' });

@@ -10,8 +10,10 @@ afterEach(async () => {
   await t?.app.close();
 });
 
-const chat = (body: Record<string, unknown>) => t.app.inject({ method: 'POST', url: '/v1/chat/completions', payload: { model: 'm1', messages: [{ role: 'user', content: 'hi there' }], ...body } });
-const completion = (body: Record<string, unknown>) => t.app.inject({ method: 'POST', url: '/v1/completions', payload: { model: 'm1', prompt: 'once upon a time', ...body } });
+const chat = (body: Record<string, unknown>) =>
+  t.app.inject({ method: 'POST', url: '/v1/chat/completions', payload: { model: 'm1', messages: [{ role: 'user', content: 'hi there' }], ...body } });
+const completion = (body: Record<string, unknown>) =>
+  t.app.inject({ method: 'POST', url: '/v1/completions', payload: { model: 'm1', prompt: 'once upon a time', ...body } });
 const words = (...ids: number[]) => ids.map((id) => `${OUTPUT_WORDS[id % OUTPUT_WORDS.length]} `).join('');
 
 describe('GET /v1/models', () => {
@@ -90,7 +92,17 @@ describe('non-streaming answers', () => {
 
   it('accept chat content as an array of text parts', async () => {
     t = testApp();
-    const res = await chat({ messages: [{ role: 'user', content: [{ type: 'text', text: 'hi ' }, { type: 'text', text: 'there' }] }] });
+    const res = await chat({
+      messages: [
+        {
+          role: 'user',
+          content: [
+            { type: 'text', text: 'hi ' },
+            { type: 'text', text: 'there' },
+          ],
+        },
+      ],
+    });
     expect(res.statusCode).toBe(200);
     expect(t.workers.calls[0]!.request.tokenized?.original_text).toBe('user: hi there\nassistant:');
   });
@@ -113,7 +125,10 @@ describe('stop strings', () => {
     t.workers.defaultScript = streams([1, 2, 3], 'length');
     const res = await chat({ stop: `${OUTPUT_WORDS[2]}`, stream: true });
     const events = sseEvents(res.body) as { choices: { delta: { content?: string }; finish_reason: string | null }[] }[];
-    const text = events.slice(0, -1).map((e) => e.choices[0]?.delta.content ?? '').join('');
+    const text = events
+      .slice(0, -1)
+      .map((e) => e.choices[0]?.delta.content ?? '')
+      .join('');
     expect(text).toBe(words(1));
     expect(events.at(-2)!.choices[0]!.finish_reason).toBe('stop');
   });
@@ -190,7 +205,10 @@ describe('request errors', () => {
     expectBadRequest(await chat({ temperature: 'hot' }), 'body/temperature must be number,null');
     expectBadRequest(await chat({ max_tokens: 0 }), 'body/max_tokens must be >= 1');
     expectBadRequest(await chat({ stop: ['a', 'b', 'c', 'd', 'e'] }), /body\/stop/);
-    expectBadRequest(await t.app.inject({ method: 'POST', url: '/v1/chat/completions', payload: { model: 'm1' } }), "body must have required property 'messages'");
+    expectBadRequest(
+      await t.app.inject({ method: 'POST', url: '/v1/chat/completions', payload: { model: 'm1' } }),
+      "body must have required property 'messages'",
+    );
     expectBadRequest(await completion({ prompt: [[1, 2]] }), /body\/prompt/);
     expect(t.workers.calls).toHaveLength(0);
   });
@@ -211,10 +229,20 @@ describe('request errors', () => {
     expect(bad.json()).toMatchObject({ type: 'BadRequest', code: 400 });
     const text = await t.app.inject({ method: 'POST', url: '/v1/completions', headers: { 'content-type': 'text/plain' }, payload: '{}' });
     expect(text.statusCode).toBe(415);
-    expect(text.json()).toEqual({ message: expect.any(String), type: 'UnsupportedMediaType', code: 415, error: { message: expect.any(String), type: 'UnsupportedMediaType', code: 415 } });
+    expect(text.json()).toEqual({
+      message: expect.any(String),
+      type: 'UnsupportedMediaType',
+      code: 415,
+      error: { message: expect.any(String), type: 'UnsupportedMediaType', code: 415 },
+    });
     const big = await completion({ prompt: 'x '.repeat(1000) });
     expect(big.statusCode).toBe(413);
-    expect(big.json()).toEqual({ message: expect.any(String), type: 'PayloadTooLarge', code: 413, error: { message: expect.any(String), type: 'PayloadTooLarge', code: 413 } });
+    expect(big.json()).toEqual({
+      message: expect.any(String),
+      type: 'PayloadTooLarge',
+      code: 413,
+      error: { message: expect.any(String), type: 'PayloadTooLarge', code: 413 },
+    });
   });
 
   it('count rejected bodies under the "unknown" model label with their status', async () => {
@@ -240,11 +268,15 @@ describe('request metrics', () => {
 
   it('count a request in flight while its worker is generating', async () => {
     t = testApp();
-    t.workers.defaultScript = (call) => void setTimeout(() => call.send({ request_id: '', chunk: { token_ids: [1], prompt_tokens: 0, completion_tokens: 1, cached_tokens: 0 } }), 0);
+    t.workers.defaultScript = (call) =>
+      void setTimeout(() => call.send({ request_id: '', chunk: { token_ids: [1], prompt_tokens: 0, completion_tokens: 1, cached_tokens: 0 } }), 0);
     const pending = chat({ stream: true });
     await waitFor(() => t.workers.calls.length === 1, 'the worker call');
     await waitFor(async () => (await metricValue(t.registry, 'dynamo_frontend_inflight_requests', { model: 'm1' })) === 1, 'one request in flight');
-    t.workers.calls[0]!.send({ request_id: '', complete: { output_ids: [1], finish_reason: 'stop', prompt_tokens: 4, completion_tokens: 1, cached_tokens: 0 } });
+    t.workers.calls[0]!.send({
+      request_id: '',
+      complete: { output_ids: [1], finish_reason: 'stop', prompt_tokens: 4, completion_tokens: 1, cached_tokens: 0 },
+    });
     t.workers.calls[0]!.end({ code: 0, details: '' });
     expect((await pending).statusCode).toBe(200);
     expect(await metricValue(t.registry, 'dynamo_frontend_inflight_requests', { model: 'm1' })).toBe(0);

@@ -69,9 +69,31 @@ describe('busy rules (pure, no latch)', () => {
 
 describe('load reports', () => {
   it('reads a Dynamo ActiveLoad with only some counters, and our full event', () => {
-    expect(parseRankReport({ worker_id: 7, active_decode_blocks: 3 })).toMatchObject({ workerId: '7', dpRank: 0, activeDecodeBlocks: 3, activePrefillTokens: undefined, kvTotalBlocks: undefined });
-    const full = parseRankReport({ worker_id: '18446744073709551615', dp_rank: 1, kv_used_blocks: null, model: 'm', grpc_address: '10.0.0.1:50050', heartbeat_ms: 500, overloaded: true });
-    expect(full).toMatchObject({ workerId: '18446744073709551615', dpRank: 1, kvUsedBlocks: undefined, model: 'm', grpcAddress: '10.0.0.1:50050', heartbeatMs: 500, overloaded: true });
+    expect(parseRankReport({ worker_id: 7, active_decode_blocks: 3 })).toMatchObject({
+      workerId: '7',
+      dpRank: 0,
+      activeDecodeBlocks: 3,
+      activePrefillTokens: undefined,
+      kvTotalBlocks: undefined,
+    });
+    const full = parseRankReport({
+      worker_id: '18446744073709551615',
+      dp_rank: 1,
+      kv_used_blocks: null,
+      model: 'm',
+      grpc_address: '10.0.0.1:50050',
+      heartbeat_ms: 500,
+      overloaded: true,
+    });
+    expect(full).toMatchObject({
+      workerId: '18446744073709551615',
+      dpRank: 1,
+      kvUsedBlocks: undefined,
+      model: 'm',
+      grpcAddress: '10.0.0.1:50050',
+      heartbeatMs: 500,
+      overloaded: true,
+    });
   });
 
   it('refuses what would route wrongly, naming the field', () => {

@@ -16,7 +16,10 @@ function setup() {
   let now = 10_000;
   const pool = new WorkerPool({ defaultHeartbeatMs: HEARTBEAT, leaseMs: 1000, maxWorkers: 100 });
   const thresholds = { ...NO_THRESHOLDS, active_prefill_tokens_threshold: 10 };
-  const router = new WorkerRouter({ mode: 'least-loaded', kvBlockSize: 16, trackOutputBlocks: false }, { pool, thresholds: () => thresholds, now: () => now, random: () => 0, logger: recordingLogger() });
+  const router = new WorkerRouter(
+    { mode: 'least-loaded', kvBlockSize: 16, trackOutputBlocks: false },
+    { pool, thresholds: () => thresholds, now: () => now, random: () => 0, logger: recordingLogger() },
+  );
   const report = (fields: Record<string, unknown>) =>
     pool.apply(parseRankReport({ worker_id: 7, model: 'm', grpc_address: '127.0.0.1:5007', heartbeat_ms: HEARTBEAT, ...fields }), now, 'nats');
   return { pool, router, report, advance: (ms: number) => (now += ms) };

@@ -22,7 +22,11 @@ function setup(options: { mode?: RouterMode; thresholds?: Partial<Thresholds>; t
     { pool, thresholds: (m) => store.get(m), now: () => now, random: mulberry32(1), logger },
   );
   const report = (id: number, fields: Record<string, unknown> = {}, source: LoadSource = 'nats') =>
-    pool.apply(parseRankReport({ worker_id: id, model: 'm', grpc_address: `127.0.0.1:${5000 + id}`, heartbeat_ms: HEARTBEAT, kv_total_blocks: 64, ...fields }), now, source);
+    pool.apply(
+      parseRankReport({ worker_id: id, model: 'm', grpc_address: `127.0.0.1:${5000 + id}`, heartbeat_ms: HEARTBEAT, kv_total_blocks: 64, ...fields }),
+      now,
+      source,
+    );
   return { pool, router, store, logger, report, advance: (ms: number) => (now += ms), now: () => now };
 }
 
@@ -190,12 +194,17 @@ describe('routing invariants under random event sequences', () => {
     let routed = 0;
     for (let run = 0; run < 200; run++) {
       const modes: RouterMode[] = ['round-robin', 'random', 'least-loaded', 'kv'];
-      const t = setup({ mode: modes[run % 4]!, thresholds: { active_prefill_tokens_threshold: 20, active_decode_blocks_threshold: 0.5 }, trackOutputBlocks: run % 2 === 0 });
+      const t = setup({
+        mode: modes[run % 4]!,
+        thresholds: { active_prefill_tokens_threshold: 20, active_decode_blocks_threshold: 0.5 },
+        trackOutputBlocks: run % 2 === 0,
+      });
       const open: { end(): void; outputTokens(n: number): void }[] = [];
       for (let step = 0; step < 60; step++) {
         const action = int(7);
         const id = 1 + int(3);
-        if (action === 0) t.report(id, { dp_rank: int(2), active_prefill_tokens: int(40), active_decode_blocks: int(64), draining: int(10) === 0, overloaded: int(8) === 0 });
+        if (action === 0)
+          t.report(id, { dp_rank: int(2), active_prefill_tokens: int(40), active_decode_blocks: int(64), draining: int(10) === 0, overloaded: int(8) === 0 });
         else if (action === 1) t.advance(int(4 * HEARTBEAT));
         else if (action === 2) t.router.workerRefused({ workerId: String(id), address: '', dpRank: 0 }, int(2) ? 'overloaded' : 'unreachable');
         else if (action === 3 && open.length) open.splice(int(open.length), 1)[0]!.end();

@@ -6,7 +6,15 @@ import { recordingLogger } from '../../../support/recording-logger.js';
 function source(maxWorkers = 100) {
   const pool = new WorkerPool({ defaultHeartbeatMs: 1000, leaseMs: 1000, maxWorkers });
   const logger = recordingLogger();
-  const nats = new NatsLoadSource({ servers: ['nats://127.0.0.1:1'], namespace: 'my.ns', component: 'backend', endpoint: 'generate', pool, now: () => 0, logger });
+  const nats = new NatsLoadSource({
+    servers: ['nats://127.0.0.1:1'],
+    namespace: 'my.ns',
+    component: 'backend',
+    endpoint: 'generate',
+    pool,
+    now: () => 0,
+    logger,
+  });
   const send = (value: unknown): void => nats.handle(Buffer.from(typeof value === 'string' ? value : JSON.stringify(value)));
   return { pool, logger, nats, send };
 }
@@ -21,7 +29,12 @@ describe('NATS load source', () => {
     send({ worker_id: 9, dp_rank: 0, active_decode_blocks: 3, kv_total_blocks: 64, model: 'm', grpc_address: '127.0.0.1:50050', heartbeat_ms: 250 });
     send({ worker_id: 9, dp_rank: 1, active_decode_blocks: 5, kv_total_blocks: 64, model: 'm', grpc_address: '127.0.0.1:50050', heartbeat_ms: 250 });
     const worker = pool.get('9')!;
-    expect({ address: worker.address, model: worker.model, heartbeatMs: worker.heartbeatMs, ranks: [...worker.ranks.keys()] }).toEqual({ address: '127.0.0.1:50050', model: 'm', heartbeatMs: 250, ranks: [0, 1] });
+    expect({ address: worker.address, model: worker.model, heartbeatMs: worker.heartbeatMs, ranks: [...worker.ranks.keys()] }).toEqual({
+      address: '127.0.0.1:50050',
+      model: 'm',
+      heartbeatMs: 250,
+      ranks: [0, 1],
+    });
     expect(logger.find('worker appeared')).toHaveLength(1);
   });
 

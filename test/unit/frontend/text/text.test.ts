@@ -91,7 +91,11 @@ describe('the HuggingFace tokenizer', () => {
   });
 
   it("keeps the spaces between tokens with a decoder that strips the first token's leading space (like Metaspace)", () => {
-    const decode = (ids: number[]) => ids.map((id) => ` w${id}`).join('').replace(/^ /u, '');
+    const decode = (ids: number[]) =>
+      ids
+        .map((id) => ` w${id}`)
+        .join('')
+        .replace(/^ /u, '');
     const decoder = windowDecoder(decode);
     expect([decoder.push([1]), decoder.push([2]), decoder.push([3])]).toEqual(['w1', ' w2', ' w3']);
   });
@@ -142,7 +146,13 @@ describe('the chat prompt template', () => {
   it('renders each message as "role: content" on its own line and ends with "assistant:"', () => {
     const prompt = renderChatPrompt([
       { role: 'system', content: 'be brief' },
-      { role: 'user', content: [{ type: 'text', text: 'hi ' }, { type: 'text', text: 'there' }] },
+      {
+        role: 'user',
+        content: [
+          { type: 'text', text: 'hi ' },
+          { type: 'text', text: 'there' },
+        ],
+      },
       { role: 'assistant', content: null },
     ]);
     expect(prompt).toBe('system: be brief\nuser: hi there\nassistant: \nassistant:');

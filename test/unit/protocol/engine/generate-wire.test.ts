@@ -1,6 +1,12 @@
 import protobuf from 'protobufjs';
 import { describe, expect, it } from 'vitest';
-import { decodeGenerateRequest, decodeGenerateResponse, estimateTextTokens, generateFlavorForPath, GenerateWireDecoder } from '../../../../src/protocol/engine/generate-wire.js';
+import {
+  decodeGenerateRequest,
+  decodeGenerateResponse,
+  estimateTextTokens,
+  generateFlavorForPath,
+  GenerateWireDecoder,
+} from '../../../../src/protocol/engine/generate-wire.js';
 
 // Subsets of the engines' protos, written for this test: only the shapes the decoder relies on,
 // plus unrelated fields around them so skipping is exercised.
@@ -30,7 +36,12 @@ const ids = (n: number, start = 1): number[] => Array.from({ length: n }, (_, i)
 
 describe('decodeGenerateRequest', () => {
   it('counts packed input_ids and reads max_tokens (vLLM)', () => {
-    const bytes = enc('VllmRequest', { requestId: 'r1', tokenized: { originalText: 'hi', inputIds: ids(37) }, samplingParams: { temperature: 0.5, stop: ['x'], maxTokens: 128, n: 1 }, stream: true });
+    const bytes = enc('VllmRequest', {
+      requestId: 'r1',
+      tokenized: { originalText: 'hi', inputIds: ids(37) },
+      samplingParams: { temperature: 0.5, stop: ['x'], maxTokens: 128, n: 1 },
+      stream: true,
+    });
     expect(decodeGenerateRequest(bytes, 'vllm')).toEqual({ promptTokens: 37, maxTokens: 128, promptEstimated: false });
   });
 
@@ -46,7 +57,13 @@ describe('decodeGenerateRequest', () => {
   });
 
   it('reads SGLang max_new_tokens and does not mistake mm_inputs for text', () => {
-    const bytes = enc('SglangRequest', { requestId: 's', tokenized: { inputIds: ids(3) }, mmInputs: { imageUrls: ['a b c d e'] }, samplingParams: { maxNewTokens: 64 }, dataParallelRank: 1 });
+    const bytes = enc('SglangRequest', {
+      requestId: 's',
+      tokenized: { inputIds: ids(3) },
+      mmInputs: { imageUrls: ['a b c d e'] },
+      samplingParams: { maxNewTokens: 64 },
+      dataParallelRank: 1,
+    });
     expect(decodeGenerateRequest(bytes, 'sglang')).toEqual({ promptTokens: 3, maxTokens: 64, promptEstimated: false });
   });
 
@@ -67,11 +84,17 @@ describe('decodeGenerateRequest', () => {
 describe('decodeGenerateResponse', () => {
   it('counts chunk token_ids as a delta and surfaces cumulative completion_tokens', () => {
     expect(decodeGenerateResponse(enc('Response', { requestId: 'r', chunk: { tokenIds: ids(3) } }))).toEqual({ kind: 'chunk', tokens: 3 });
-    expect(decodeGenerateResponse(enc('Response', { requestId: 'r', chunk: { tokenIds: ids(2), promptTokens: 7, completionTokens: 12, cachedTokens: 1 } }))).toEqual({ kind: 'chunk', tokens: 2, completionTokens: 12 });
+    expect(
+      decodeGenerateResponse(enc('Response', { requestId: 'r', chunk: { tokenIds: ids(2), promptTokens: 7, completionTokens: 12, cachedTokens: 1 } })),
+    ).toEqual({ kind: 'chunk', tokens: 2, completionTokens: 12 });
   });
 
   it('reads complete output_ids and completion_tokens from their own field numbers', () => {
-    expect(decodeGenerateResponse(enc('Response', { requestId: 'r', complete: { outputIds: ids(20), finishReason: 'length', promptTokens: 3, completionTokens: 20 } }))).toEqual({ kind: 'complete', tokens: 20, completionTokens: 20 });
+    expect(
+      decodeGenerateResponse(
+        enc('Response', { requestId: 'r', complete: { outputIds: ids(20), finishReason: 'length', promptTokens: 3, completionTokens: 20 } }),
+      ),
+    ).toEqual({ kind: 'complete', tokens: 20, completionTokens: 20 });
   });
 
   it('recognises errors and messages without a known body', () => {

@@ -49,7 +49,10 @@ describe('GrpcFrameReader', () => {
     expect(r.push(head)).toEqual([]);
     const piece = Buffer.alloc(1024 * 1024);
     for (let i = 0; i < 63; i++) expect(r.push(piece)).toEqual([]);
-    expect(r.push(Buffer.concat([piece, frame('after')]))).toEqual([{ kind: 'oversized', length: 64 * 1024 * 1024 }, { kind: 'message', payload: Buffer.from('after') }]);
+    expect(r.push(Buffer.concat([piece, frame('after')]))).toEqual([
+      { kind: 'oversized', length: 64 * 1024 * 1024 },
+      { kind: 'message', payload: Buffer.from('after') },
+    ]);
     expect(r.stats).toMatchObject({ oversized: 1, messages: 1 });
   });
 

@@ -34,7 +34,10 @@ beforeAll(async () => {
           stream.end(frameMessage(Buffer.from('answer')));
           return;
         case '/t.S/Busy':
-          stream.respond({ ':status': 200, 'content-type': 'application/grpc', 'grpc-status': '14', 'grpc-message': 'model still loading 100%25' }, { endStream: true });
+          stream.respond(
+            { ':status': 200, 'content-type': 'application/grpc', 'grpc-status': '14', 'grpc-message': 'model still loading 100%25' },
+            { endStream: true },
+          );
           return;
         case '/t.S/NotGrpc':
           stream.respond({ ':status': 404 }, { endStream: true });
@@ -67,7 +70,10 @@ describe('unaryCall', () => {
   });
 
   it('reads a Trailers-Only status and decodes its message', async () => {
-    expect(await unaryCall(open, '/t.S/Busy', new Uint8Array(0), { timeoutMs: 5000 })).toEqual({ status: GrpcStatus.UNAVAILABLE, message: 'model still loading 100%' });
+    expect(await unaryCall(open, '/t.S/Busy', new Uint8Array(0), { timeoutMs: 5000 })).toEqual({
+      status: GrpcStatus.UNAVAILABLE,
+      message: 'model still loading 100%',
+    });
   });
 
   it('names the HTTP status of a server that is not gRPC', async () => {
@@ -78,7 +84,10 @@ describe('unaryCall', () => {
 
   it('gives up after the timeout and on abort, cancelling the stream at the server', async () => {
     const before = seen.length;
-    expect(await unaryCall(open, '/t.S/Hang', new Uint8Array(0), { timeoutMs: 50 })).toEqual({ status: GrpcStatus.DEADLINE_EXCEEDED, message: 'no answer within 50 ms' });
+    expect(await unaryCall(open, '/t.S/Hang', new Uint8Array(0), { timeoutMs: 50 })).toEqual({
+      status: GrpcStatus.DEADLINE_EXCEEDED,
+      message: 'no answer within 50 ms',
+    });
     const controller = new AbortController();
     const aborted = unaryCall(open, '/t.S/Hang', new Uint8Array(0), { timeoutMs: 60_000, signal: controller.signal });
     await waitFor(() => seen.length === before + 2, 'the second call at the server', 5000);
@@ -93,6 +102,9 @@ describe('unaryCall', () => {
     const failing: OpenStream = () => {
       throw new Error('upstream pool closed');
     };
-    expect(await unaryCall(failing, '/t.S/Ok', new Uint8Array(0), { timeoutMs: 10 })).toEqual({ status: GrpcStatus.UNAVAILABLE, message: 'cannot open a stream: upstream pool closed' });
+    expect(await unaryCall(failing, '/t.S/Ok', new Uint8Array(0), { timeoutMs: 10 })).toEqual({
+      status: GrpcStatus.UNAVAILABLE,
+      message: 'cannot open a stream: upstream pool closed',
+    });
   });
 });

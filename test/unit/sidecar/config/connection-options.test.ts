@@ -30,10 +30,19 @@ describe('connection, metrics and NATS liveness options', () => {
       DYN_NATS_LIVENESS_TIMEOUT_MS: '500',
     };
     const config = parseSidecarConfig({}, env);
-    expect(config.connections).toEqual({ maxConcurrentStreams: 64, idleTimeoutMs: 0, handshakeTimeoutMs: 100, upstreamPingIntervalMs: 250, upstreamPingTimeoutMs: 750 });
+    expect(config.connections).toEqual({
+      maxConcurrentStreams: 64,
+      idleTimeoutMs: 0,
+      handshakeTimeoutMs: 100,
+      upstreamPingIntervalMs: 250,
+      upstreamPingTimeoutMs: 750,
+    });
     expect(config.metricsCacheMs).toBe(0);
     expect(config.load.natsLivenessTimeoutMs).toBe(500);
-    const flagged = parseSidecarConfig({ maxConcurrentStreams: '2147483647', idleTimeoutMs: '5000', metricsCacheMs: '250', natsLivenessTimeoutMs: '3000' }, env);
+    const flagged = parseSidecarConfig(
+      { maxConcurrentStreams: '2147483647', idleTimeoutMs: '5000', metricsCacheMs: '250', natsLivenessTimeoutMs: '3000' },
+      env,
+    );
     expect(flagged.connections).toMatchObject({ maxConcurrentStreams: 2 ** 31 - 1, idleTimeoutMs: 5000 });
     expect(flagged.metricsCacheMs).toBe(250);
     expect(flagged.load.natsLivenessTimeoutMs).toBe(3000);
@@ -56,7 +65,15 @@ describe('connection, metrics and NATS liveness options', () => {
   });
 
   it('each has a flag, an env twin, a default and help in the one option table', () => {
-    for (const key of ['maxConcurrentStreams', 'idleTimeoutMs', 'handshakeTimeoutMs', 'upstreamPingIntervalMs', 'upstreamPingTimeoutMs', 'metricsCacheMs', 'natsLivenessTimeoutMs'] as const) {
+    for (const key of [
+      'maxConcurrentStreams',
+      'idleTimeoutMs',
+      'handshakeTimeoutMs',
+      'upstreamPingIntervalMs',
+      'upstreamPingTimeoutMs',
+      'metricsCacheMs',
+      'natsLivenessTimeoutMs',
+    ] as const) {
       const spec = SIDECAR_OPTIONS[key];
       expect(spec.flag).toMatch(/^--[a-z-]+ <(n|ms)>$/);
       expect(spec.env).toMatch(/^(DYN_|NATS_)/);

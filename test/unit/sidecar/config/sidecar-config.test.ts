@@ -58,7 +58,10 @@ describe('parseSidecarConfig: --advertise-address and --served-model-name', () =
 
   it('reads the env twins and lets a flag win; port 0 means the port actually bound', () => {
     const env = { DYN_SIDECAR_ADVERTISE_ADDRESS: '10.0.0.5:50050', DYN_SERVED_MODEL_NAME: ' meta-llama/Llama-3.1-8B ' };
-    expect(parseSidecarConfig({}, env)).toMatchObject({ advertiseAddress: { host: '10.0.0.5', port: 50050 }, load: { servedModelName: 'meta-llama/Llama-3.1-8B' } });
+    expect(parseSidecarConfig({}, env)).toMatchObject({
+      advertiseAddress: { host: '10.0.0.5', port: 50050 },
+      load: { servedModelName: 'meta-llama/Llama-3.1-8B' },
+    });
     expect(parseSidecarConfig({ advertiseAddress: '[fd00::5]:0', servedModelName: 'qwen' }, env)).toMatchObject({
       advertiseAddress: { host: 'fd00::5', port: 0 },
       load: { servedModelName: 'qwen' },
@@ -75,7 +78,9 @@ describe('parseSidecarConfig: --advertise-address and --served-model-name', () =
   it.each(['0.0.0.0:50050', '[::]:50050'])('refuses the wildcard %j: frontends cannot dial it', (value) => {
     const host = value.startsWith('[') ? '::' : '0.0.0.0';
     expect(problems({ advertiseAddress: value })).toEqual([`--advertise-address: host must be an address frontends can dial, not the wildcard "${host}"`]);
-    expect(problems({}, { DYN_SIDECAR_ADVERTISE_ADDRESS: value })).toEqual([`DYN_SIDECAR_ADVERTISE_ADDRESS: host must be an address frontends can dial, not the wildcard "${host}"`]);
+    expect(problems({}, { DYN_SIDECAR_ADVERTISE_ADDRESS: value })).toEqual([
+      `DYN_SIDECAR_ADVERTISE_ADDRESS: host must be an address frontends can dial, not the wildcard "${host}"`,
+    ]);
   });
 
   it('refuses an empty or control-character model name, naming the flag or the variable', () => {

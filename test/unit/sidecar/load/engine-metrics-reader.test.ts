@@ -77,7 +77,12 @@ describe('parseEngineMetrics', () => {
   });
 
   it('auto-detects each engine from its metric names', () => {
-    for (const [file, format] of [['vllm.txt', 'vllm'], ['sglang.txt', 'sglang'], ['trtllm-triton.txt', 'trtllm-triton'], ['trtllm-serve.txt', 'trtllm-serve']] as const) {
+    for (const [file, format] of [
+      ['vllm.txt', 'vllm'],
+      ['sglang.txt', 'sglang'],
+      ['trtllm-triton.txt', 'trtllm-triton'],
+      ['trtllm-serve.txt', 'trtllm-serve'],
+    ] as const) {
       expect(detectFormat(parsePrometheusText(fixture(file)).samples)).toBe(format);
     }
   });
@@ -107,7 +112,14 @@ describe('parseEngineMetrics', () => {
   });
 
   it('accepts CRLF line endings', () => {
-    expect(parseEngineMetrics(fixture('vllm-crlf.txt')).ranks.get(0)).toEqual({ kvUsagePerc: 0.75, kvTotalBlocks: 100, kvUsedBlocks: 75, blockSize: 16, running: 1, waiting: 0 });
+    expect(parseEngineMetrics(fixture('vllm-crlf.txt')).ranks.get(0)).toEqual({
+      kvUsagePerc: 0.75,
+      kvTotalBlocks: 100,
+      kvUsedBlocks: 75,
+      blockSize: 16,
+      running: 1,
+      waiting: 0,
+    });
   });
 
   it('returns no ranks and a clear problem when nothing is recognised', () => {

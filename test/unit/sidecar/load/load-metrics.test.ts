@@ -4,7 +4,11 @@ import { describe, expect, it } from 'vitest';
 import { registerLoadMetrics } from '../../../../src/sidecar/load/load-metrics.js';
 import { LoadTracker } from '../../../../src/sidecar/load/load-tracker.js';
 
-function setup(): { registry: Registry; scraper: { errors: number; stale: boolean; ranks: Map<number, { kvUsagePerc?: number }> }; publisher: { stats: { published: number; failures: number }; connected: boolean; pending: number } } {
+function setup(): {
+  registry: Registry;
+  scraper: { errors: number; stale: boolean; ranks: Map<number, { kvUsagePerc?: number }> };
+  publisher: { stats: { published: number; failures: number }; connected: boolean; pending: number };
+} {
   const tracker = new LoadTracker({ workerId: 1, dataParallelSize: 2, kvTotalBlocks: 100 });
   tracker.applyScrape(new Map([[0, { kvUsedBlocks: 25, kvTotalBlocks: 200, kvUsagePerc: 0.125 }]]), false);
   const scraper = { errors: 3, stale: false, ranks: new Map([[0, { kvUsagePerc: 0.125 }]]) };

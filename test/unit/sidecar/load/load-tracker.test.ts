@@ -90,9 +90,23 @@ describe('LoadTracker scrape and config precedence', () => {
     const t = new LoadTracker({ workerId: 42, now: () => 123 });
     expect(t.snapshot()).toEqual([
       {
-        worker_id: 42, dp_rank: 0, active_decode_blocks: 0, active_prefill_tokens: 0, kv_used_blocks: null, kv_total_blocks: null,
-        max_num_batched_tokens: null, engine_request: 0, request_queue: 0, engine_request_limit: null, overloaded: false,
-        draining: false, timestamp_ms: 123, sequence: 1, model: null, grpc_address: '', heartbeat_ms: 1000,
+        worker_id: 42,
+        dp_rank: 0,
+        active_decode_blocks: 0,
+        active_prefill_tokens: 0,
+        kv_used_blocks: null,
+        kv_total_blocks: null,
+        max_num_batched_tokens: null,
+        engine_request: 0,
+        request_queue: 0,
+        engine_request_limit: null,
+        overloaded: false,
+        draining: false,
+        timestamp_ms: 123,
+        sequence: 1,
+        model: null,
+        grpc_address: '',
+        heartbeat_ms: 1000,
       },
     ]);
   });
@@ -116,7 +130,12 @@ describe('LoadTracker scrape and config precedence', () => {
   it('advances sequence per rank on every snapshot, never on peek', () => {
     const t = new LoadTracker({ workerId: 1, dataParallelSize: 2 });
     const seqs = [t.snapshot(), t.snapshot(), t.peek(), t.snapshot()].map((s) => s.map((e) => e.sequence));
-    expect(seqs).toEqual([[1, 1], [2, 2], [2, 2], [3, 3]]);
+    expect(seqs).toEqual([
+      [1, 1],
+      [2, 2],
+      [2, 2],
+      [3, 3],
+    ]);
   });
 });
 

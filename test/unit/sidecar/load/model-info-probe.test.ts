@@ -64,7 +64,10 @@ async function startEngine(answer: (n: number) => Answer, port = 0): Promise<Fak
       if (a === 'hang') return;
       answered = true;
       if ('status' in a) {
-        stream.respond({ ':status': 200, 'content-type': 'application/grpc', 'grpc-status': String(a.status), 'grpc-message': a.message ?? '' }, { endStream: true });
+        stream.respond(
+          { ':status': 200, 'content-type': 'application/grpc', 'grpc-status': String(a.status), 'grpc-message': a.message ?? '' },
+          { endStream: true },
+        );
         return;
       }
       stream.respond({ ':status': 200, 'content-type': 'application/grpc' }, { waitForTrailers: true });
@@ -105,7 +108,13 @@ function probeFor(port: number, options: { timeoutMs?: number; retryMs?: number 
   pool.start();
   cleanups.push(() => pool.close());
   const models: string[] = [];
-  const probe = new ModelInfoProbe({ engine: pool, onModel: (name) => models.push(name), logger: log, timeoutMs: options.timeoutMs ?? 2000, retryMs: options.retryMs ?? 20 });
+  const probe = new ModelInfoProbe({
+    engine: pool,
+    onModel: (name) => models.push(name),
+    logger: log,
+    timeoutMs: options.timeoutMs ?? 2000,
+    retryMs: options.retryMs ?? 20,
+  });
   cleanups.push(() => probe.stop());
   probe.start();
   return { probe, models, log };

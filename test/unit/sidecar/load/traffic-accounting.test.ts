@@ -16,7 +16,11 @@ function frame(name: string, value: object): Buffer {
 
 const GENERATE = { ':path': '/vllm.grpc.engine.VllmEngine/Generate' };
 const request = (promptTokens: number): Buffer =>
-  frame('GenerateRequest', { request_id: 'r', tokenized: { input_ids: Array.from({ length: promptTokens }, (_, i) => i + 1) }, sampling_params: { max_tokens: 10 } });
+  frame('GenerateRequest', {
+    request_id: 'r',
+    tokenized: { input_ids: Array.from({ length: promptTokens }, (_, i) => i + 1) },
+    sampling_params: { max_tokens: 10 },
+  });
 const chunk = (tokens: number, completion: number): Buffer =>
   frame('GenerateResponse', { request_id: 'r', chunk: { token_ids: Array.from({ length: tokens }, () => 7), completion_tokens: completion } });
 

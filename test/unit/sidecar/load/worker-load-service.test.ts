@@ -44,7 +44,7 @@ interface Update {
 /** Splits gRPC length-prefixed messages and decodes each as a WorkerLoadUpdate. */
 function decodeFrames(bytes: Buffer): Update[] {
   const updates: Update[] = [];
-  for (let at = 0; at + 5 <= bytes.length; ) {
+  for (let at = 0; at + 5 <= bytes.length;) {
     const length = bytes.readUInt32BE(at + 1);
     updates.push(UpdateType.deserialize(bytes.subarray(at + 5, at + 5 + length)));
     at += 5 + length;
@@ -143,8 +143,20 @@ describe('WorkerLoadService with fake streams and a fake clock', () => {
     expect(stream.updates).toHaveLength(1);
     const [r0, r1] = stream.updates[0]!.ranks;
     expect(r0).toEqual({
-      worker_id: 77, dp_rank: 0, active_decode_blocks: 0, active_prefill_tokens: 0, kv_total_blocks: 512, engine_request: 0, request_queue: 0,
-      overloaded: false, draining: false, timestamp_ms: 1_000_000, sequence: 1, model: '', grpc_address: '10.0.0.5:50050', heartbeat_ms: 1000,
+      worker_id: 77,
+      dp_rank: 0,
+      active_decode_blocks: 0,
+      active_prefill_tokens: 0,
+      kv_total_blocks: 512,
+      engine_request: 0,
+      request_queue: 0,
+      overloaded: false,
+      draining: false,
+      timestamp_ms: 1_000_000,
+      sequence: 1,
+      model: '',
+      grpc_address: '10.0.0.5:50050',
+      heartbeat_ms: 1000,
     });
     expect(r1).toMatchObject({ dp_rank: 1, sequence: 1 });
     expect(r0).not.toHaveProperty('kv_used_blocks');
@@ -283,7 +295,9 @@ describe('WorkerLoadService over a real HTTP/2 connection', () => {
       session.on('error', () => {});
       session.on('close', () => sessions.delete(session));
     });
-    server.on('stream', (stream, headers) => (service.handles(headers[':path']) ? service.serve(stream, headers) : stream.respond({ ':status': 404 }, { endStream: true })));
+    server.on('stream', (stream, headers) =>
+      service.handles(headers[':path']) ? service.serve(stream, headers) : stream.respond({ ':status': 404 }, { endStream: true }),
+    );
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
     cleanups.push(
       () =>
@@ -299,7 +313,9 @@ describe('WorkerLoadService over a real HTTP/2 connection', () => {
 
   type WatchClient = grpc.Client & { Watch(request: object): grpc.ClientReadableStream<Update> };
   function client(address: string): WatchClient {
-    const pkg = grpc.loadPackageDefinition(loadSync(PROTO, LOADER)) as unknown as { dynamo: { sidecar: { v1: { WorkerLoad: grpc.ServiceClientConstructor } } } };
+    const pkg = grpc.loadPackageDefinition(loadSync(PROTO, LOADER)) as unknown as {
+      dynamo: { sidecar: { v1: { WorkerLoad: grpc.ServiceClientConstructor } } };
+    };
     const c = new pkg.dynamo.sidecar.v1.WorkerLoad(address, grpc.credentials.createInsecure()) as unknown as WatchClient;
     cleanups.push(() => c.close());
     return c;

@@ -29,7 +29,8 @@ describe('Ingress.cutOpenCalls', () => {
       return fake;
     };
     const openCalls = (ingress as unknown as { openCalls: Set<OpenCall> }).openCalls;
-    for (const c of [call('streaming-1', 'streaming'), call('queued-1', 'queued'), call('awaiting-1', 'awaiting_response'), call('queued-2', 'queued')]) openCalls.add(c);
+    for (const c of [call('streaming-1', 'streaming'), call('queued-1', 'queued'), call('awaiting-1', 'awaiting_response'), call('queued-2', 'queued')])
+      openCalls.add(c);
     expect(ingress.cutOpenCalls()).toBe(4);
     expect(cut).toEqual(['queued-1', 'queued-2', 'streaming-1', 'awaiting-1']);
   });

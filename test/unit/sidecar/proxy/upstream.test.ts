@@ -108,7 +108,10 @@ describe('UpstreamPool readiness', () => {
     expect(stream.destroyed).toBe(true);
     expect(upstream.reachable).toBe(false);
     expect(log.find('upstream unreachable', 'warn')).toHaveLength(1);
-    expect(log.find('upstream unreachable')[0]!.fields).toMatchObject({ upstream: `127.0.0.1:${portOf(server)}`, reason: expect.stringContaining('no HTTP/2 SETTINGS') });
+    expect(log.find('upstream unreachable')[0]!.fields).toMatchObject({
+      upstream: `127.0.0.1:${portOf(server)}`,
+      reason: expect.stringContaining('no HTTP/2 SETTINGS'),
+    });
     expect(log.find('upstream reachable')).toHaveLength(0);
     // node waits for a peer's FIN after a graceful close; a mute engine never sends one.
     await upstream.close();
@@ -137,7 +140,11 @@ describe('UpstreamPool readiness', () => {
     expect(call.destroyed).toBe(false);
     expect(peer.connections).toBe(1);
     expect(changes).toEqual([true, false, true]);
-    expect(log.lines.filter((line) => line.msg.startsWith('upstream ')).map((line) => line.msg)).toEqual(['upstream reachable', 'upstream unreachable', 'upstream reachable']);
+    expect(log.lines.filter((line) => line.msg.startsWith('upstream ')).map((line) => line.msg)).toEqual([
+      'upstream reachable',
+      'upstream unreachable',
+      'upstream reachable',
+    ]);
     expect(log.find('upstream reachable')[1]!.fields.lateAnswerMs).toBeGreaterThanOrEqual(1_000 - 50);
   });
 

@@ -43,10 +43,15 @@ describe('parseGenerateRequest', () => {
   it('clamps max_tokens to --max-output-tokens and to the context left', () => {
     expect(parseGenerateRequest({ request_id: 'a', text: 'a b c', stream: true }, options).maxTokens).toBe(50);
     expect(parseGenerateRequest({ request_id: 'a', tokenized: { input_ids: new Array<number>(80).fill(1) }, stream: true }, options).maxTokens).toBe(20);
-    expect(parseGenerateRequest({ request_id: 'a', text: 'x', sampling_params: { max_tokens: 7 }, stream: false }, options)).toMatchObject({ maxTokens: 7, stream: false });
+    expect(parseGenerateRequest({ request_id: 'a', text: 'x', sampling_params: { max_tokens: 7 }, stream: false }, options)).toMatchObject({
+      maxTokens: 7,
+      stream: false,
+    });
   });
 
   it('throws InvalidRequestError for a prompt that fills the whole context', () => {
-    expect(() => parseGenerateRequest({ request_id: 'a', tokenized: { input_ids: new Array<number>(100).fill(1) }, stream: true }, options)).toThrow(InvalidRequestError);
+    expect(() => parseGenerateRequest({ request_id: 'a', tokenized: { input_ids: new Array<number>(100).fill(1) }, stream: true }, options)).toThrow(
+      InvalidRequestError,
+    );
   });
 });

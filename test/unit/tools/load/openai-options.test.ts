@@ -29,7 +29,16 @@ describe('--openai options', () => {
 
   it('resolves with defaults: chat, streaming, 529 only, model from the server', () => {
     const o = loadOptionsFromCli({ openai: 'http://127.0.0.1:8000' });
-    expect(o).toMatchObject({ openai: 'http://127.0.0.1:8000/v1', target: undefined, model: undefined, api: 'chat', stream: true, overloadStatuses: [529], concurrency: 1, durationS: 10 });
+    expect(o).toMatchObject({
+      openai: 'http://127.0.0.1:8000/v1',
+      target: undefined,
+      model: undefined,
+      api: 'chat',
+      stream: true,
+      overloadStatuses: [529],
+      concurrency: 1,
+      durationS: 10,
+    });
     expect(Object.isFrozen(o)).toBe(true);
   });
 

@@ -42,7 +42,12 @@ describe('SseParser', () => {
 
   it('gives the same events when every byte is its own read', () => {
     const bytes = new TextEncoder().encode(STREAM);
-    expect(feedBytes(bytes, Array.from({ length: bytes.length }, (_, i) => i))).toEqual(EXPECTED);
+    expect(
+      feedBytes(
+        bytes,
+        Array.from({ length: bytes.length }, (_, i) => i),
+      ),
+    ).toEqual(EXPECTED);
   });
 
   it('does not join a CR at the end of one read with a later LF that starts a blank line', () => {
