@@ -21,6 +21,13 @@ module.exports = {
     layer('tools/engine', ['tools/engine', 'protocol', 'platform']),
     layer('tools/load', ['tools/load', 'protocol', 'platform']),
     {
+      name: 'sidecar-config-is-a-leaf',
+      comment: "the sidecar's config is read by its parts and imports none of them (no config <-> load two-way)",
+      severity: 'error',
+      from: { path: '^src/sidecar/config/' },
+      to: { path: '^src/sidecar/', pathNot: '^src/sidecar/config/' },
+    },
+    {
       name: 'src-never-imports-tests-or-bench',
       severity: 'error',
       from: { path: '^src/' },

@@ -3,7 +3,7 @@
  * before failing (ConfigError). Sources are injected so tests need no real environment.
  * An empty environment variable counts as unset, as compose files use `VAR=` to clear one.
  */
-import { ENGINE_METRICS_FORMATS, type EngineMetricsFormatOption } from '../load/engine-metrics-reader.js';
+import { ENGINE_METRICS_FORMATS, type EngineMetricsFormatOption } from '../../protocol/engine/metrics-formats.js';
 import type { LogLevel } from '../../platform/log.js';
 import { MAX_TIMER_MS } from '../../protocol/grpc/deadline.js';
 import { isUnspecifiedHost } from './advertise-address.js';

@@ -20,11 +20,8 @@
  * - trtllm-triton: block metric types max/used/free/tokens_per; used falls back to max - free.
  * - trtllm-serve: utilization, max_blocks, tokens_per_block; used = round(util * max).
  */
+import type { EngineMetricsFormat, EngineMetricsFormatOption } from '../../protocol/engine/metrics-formats.js';
 import { parsePrometheusText, type Sample } from './prometheus-text.js';
-
-export type EngineMetricsFormat = 'vllm' | 'sglang' | 'trtllm-triton' | 'trtllm-serve';
-export type EngineMetricsFormatOption = EngineMetricsFormat | 'auto';
-export const ENGINE_METRICS_FORMATS: readonly EngineMetricsFormatOption[] = ['auto', 'vllm', 'sglang', 'trtllm-triton', 'trtllm-serve'];
 
 export interface ScrapedLoad {
   kvUsedBlocks?: number;

@@ -18,7 +18,8 @@
  */
 import type { Logger } from '../../platform/log.js';
 import { DEFAULT_ENGINE_METRICS_FORMAT } from '../config/sidecar-config.js';
-import { parseEngineMetrics, type EngineMetricsFormatOption, type ScrapedLoad } from './engine-metrics-reader.js';
+import type { EngineMetricsFormatOption } from '../../protocol/engine/metrics-formats.js';
+import { parseEngineMetrics, type ScrapedLoad } from './engine-metrics-reader.js';
 
 export type FetchText = (url: string, signal: AbortSignal) => Promise<string>;
 
