@@ -10,8 +10,9 @@
  * A malformed event, or one naming a new worker beyond --max-workers, is counted and logged
  * (the first, then one in 1000), never applied.
  */
-import { connect as natsConnect, type NatsConnection, type NodeConnectionOptions } from '@nats-io/transport-node';
+import type { NatsConnection } from '@nats-io/transport-node';
 import type { Logger } from '../../platform/log.js';
+import { connectInBackground, type FirstConnect, type NatsConnectFn } from '../../platform/nats-first-connect.js';
 import { loadSubject } from '../../protocol/load-event.js';
 import { InvalidLoadReportError, parseRankReport } from '../routing/load-report.js';
 import type { WorkerPool } from '../routing/worker-pool.js';
@@ -26,7 +27,7 @@ export interface NatsLoadSourceOptions {
   readonly logger: Logger;
   /** Called after each applied event (e.g. to refresh gauges). */
   readonly onApplied?: () => void;
-  readonly connect?: (options: NodeConnectionOptions) => Promise<NatsConnection>;
+  readonly connect?: NatsConnectFn;
 }
 
 export class NatsLoadSource {
@@ -35,7 +36,7 @@ export class NatsLoadSource {
   readonly stats = { events: 0, invalid: 0, refused: 0, connects: 0, disconnects: 0 };
   private nc: NatsConnection | undefined;
   private closing = false;
-  private wake: (() => void) | undefined;
+  private firstConnect: FirstConnect | undefined;
   private connectedValue = false;
 
   constructor(private readonly options: NatsLoadSourceOptions) {
@@ -54,7 +55,7 @@ export class NatsLoadSource {
 
   async close(): Promise<void> {
     this.closing = true;
-    this.wake?.();
+    this.firstConnect?.cancel();
     const nc = this.nc;
     this.nc = undefined;
     if (nc && !nc.isClosed()) await nc.close().catch(() => undefined);
@@ -100,32 +101,25 @@ export class NatsLoadSource {
   }
 
   private async connectLoop(): Promise<void> {
-    const connectFn = this.options.connect ?? natsConnect;
-    for (let attempt = 0; !this.closing; attempt++) {
-      try {
-        const nc = await connectFn({
-          servers: [...this.options.servers],
-          name: 'dynamo-sidecar-frontend',
-          maxReconnectAttempts: -1,
-          reconnectTimeWait: 1000,
-          reconnectJitter: 500,
-          pingInterval: 2000,
-          maxPingOut: 2,
-          waitOnFirstConnect: false,
-          timeout: 5000,
-        });
-        if (this.closing) {
-          await nc.close();
-          return;
-        }
-        this.attach(nc);
-        return;
-      } catch (err) {
-        if (attempt === 0)
-          this.options.logger.warn('NATS not reachable, retrying in the background', { servers: this.options.servers, error: (err as Error).message });
-        await this.sleep(Math.min(1000, 100 * 2 ** attempt) + Math.random() * 500);
-      }
-    }
+    this.firstConnect = connectInBackground({
+      connect: this.options.connect,
+      capMs: 1000,
+      jitterMs: 500,
+      logger: this.options.logger,
+      connection: {
+        servers: [...this.options.servers],
+        name: 'dynamo-sidecar-frontend',
+        maxReconnectAttempts: -1,
+        reconnectTimeWait: 1000,
+        reconnectJitter: 500,
+        pingInterval: 2000,
+        maxPingOut: 2,
+        waitOnFirstConnect: false,
+        timeout: 5000,
+      },
+    });
+    const nc = await this.firstConnect.connected;
+    if (nc && !this.closing) this.attach(nc);
   }
 
   private attach(nc: NatsConnection): void {
@@ -143,18 +137,6 @@ export class NatsLoadSource {
       this.nc = undefined;
       this.setConnected(false);
       void this.connectLoop();
-    });
-  }
-
-  private sleep(ms: number): Promise<void> {
-    return new Promise((resolve) => {
-      const timer = setTimeout(done, ms);
-      timer.unref();
-      function done(): void {
-        clearTimeout(timer);
-        resolve();
-      }
-      this.wake = done;
     });
   }
 }

@@ -33,7 +33,7 @@
  *   `sequence` only advances for events actually handed over.
  *
  * Connecting: the first connect is our own retry loop (exponential backoff to
- * `reconnectTimeWaitMs`, plus jitter) in the background, so a broker that is down at startup
+ * `reconnectTimeWaitMs`, plus jitter) in the background (src/platform/nats-first-connect.ts), so a broker that is down at startup
  * neither blocks nor crashes startup, and close() can stop it (nats.js's waitOnFirstConnect
  * loop cannot be cancelled). After that nats.js reconnects forever (maxReconnectAttempts -1).
  * Status changes are logged once per state change, never per attempt; server URLs are logged
@@ -41,6 +41,7 @@
  */
 import { createHash } from 'node:crypto';
 import { connect as natsConnect, type NatsConnection, type NodeConnectionOptions } from '@nats-io/transport-node';
+import { connectInBackground, type FirstConnect } from '../../platform/nats-first-connect.js';
 import { DEFAULT_LOAD_HEARTBEAT_MS, DEFAULT_NATS_LIVENESS_TIMEOUT_MS, LOAD_DEBOUNCE_MS } from '../config/sidecar-config.js';
 import type { Logger } from '../../platform/log.js';
 import type { LoadEvent } from '../../protocol/load-event.js';
@@ -91,7 +92,7 @@ export class LoadPublisher {
   private unsubscribe: (() => void) | undefined;
   private debounce: NodeJS.Timeout | undefined;
   private heartbeat: NodeJS.Timeout | undefined;
-  private wake: (() => void) | undefined;
+  private firstConnect: FirstConnect | undefined;
   private readonly livenessTimeoutMs: number;
   /** Events handed to nats.js and not yet covered by a probe. */
   private unconfirmed = 0;
@@ -214,7 +215,7 @@ export class LoadPublisher {
     clearTimeout(this.debounce);
     clearTimeout(this.heartbeat);
     clearTimeout(this.probeTimer);
-    this.wake?.();
+    this.firstConnect?.cancel();
     const nc = this.nc;
     if (nc && !nc.isClosed()) {
       if (this.stateValue === 'connected') await withTimeout(nc.drain(), 2000).catch(() => undefined);
@@ -230,35 +231,27 @@ export class LoadPublisher {
   }
 
   private async connectLoop(): Promise<void> {
-    const cap = this.options.reconnectTimeWaitMs ?? 1000;
-    const jitter = this.options.reconnectJitterMs ?? 500;
     this.setState('connecting');
-    for (let attempt = 0; !this.closing; attempt++) {
-      try {
-        const nc = await this.connectFn({
-          servers: this.options.servers,
-          name: this.options.name ?? 'dynamo-sidecar',
-          maxReconnectAttempts: -1,
-          reconnectTimeWait: cap,
-          reconnectJitter: jitter,
-          // nats.js's own liveness check: drop a connection whose server stops answering PINGs.
-          pingInterval: this.livenessTimeoutMs,
-          maxPingOut: 2,
-          waitOnFirstConnect: false,
-          timeout: 5000,
-        });
-        if (this.closing) {
-          await nc.close();
-          return;
-        }
-        this.attach(nc);
-        return;
-      } catch (err) {
-        if (attempt === 0)
-          this.options.logger.warn('NATS not reachable, retrying in the background', { servers: this.options.servers, error: (err as Error).message });
-        await this.sleep(Math.min(cap, 100 * 2 ** attempt) + Math.random() * jitter);
-      }
-    }
+    this.firstConnect = connectInBackground({
+      connect: this.connectFn,
+      capMs: this.options.reconnectTimeWaitMs ?? 1000,
+      jitterMs: this.options.reconnectJitterMs ?? 500,
+      logger: this.options.logger,
+      connection: {
+        servers: this.options.servers,
+        name: this.options.name ?? 'dynamo-sidecar',
+        maxReconnectAttempts: -1,
+        reconnectTimeWait: this.options.reconnectTimeWaitMs ?? 1000,
+        reconnectJitter: this.options.reconnectJitterMs ?? 500,
+        // nats.js's own liveness check: drop a connection whose server stops answering PINGs.
+        pingInterval: this.livenessTimeoutMs,
+        maxPingOut: 2,
+        waitOnFirstConnect: false,
+        timeout: 5000,
+      },
+    });
+    const nc = await this.firstConnect.connected;
+    if (nc && !this.closing) this.attach(nc);
   }
 
   private attach(nc: NatsConnection): void {
@@ -304,18 +297,6 @@ export class LoadPublisher {
     else if (state === 'stalled') log.warn('NATS not confirming publishes; load events paused until it answers', fields);
     else if (state === 'reconnecting' || state === 'connecting') log.debug(`NATS ${state}`, fields);
     else if (state === 'closed') log.info('NATS publisher closed', { published: this.stats.published });
-  }
-
-  private sleep(ms: number): Promise<void> {
-    return new Promise((resolve) => {
-      const timer = setTimeout(done, ms);
-      timer.unref();
-      function done(): void {
-        clearTimeout(timer);
-        resolve();
-      }
-      this.wake = done;
-    });
   }
 }
 

@@ -1,0 +1,66 @@
+/**
+ * The first connection to NATS, retried in the background with exponential backoff (100 ms
+ * doubling up to `capMs`, plus up to `jitterMs`), so a broker that is down at startup neither
+ * blocks nor crashes startup, and the caller's close() can stop it: nats.js's own
+ * waitOnFirstConnect loop cannot be cancelled. After the first connect nats.js reconnects by
+ * itself (the caller passes maxReconnectAttempts -1). The first failure is logged once, never
+ * each attempt; server URLs go through the logger, which redacts credentials.
+ */
+import { connect as natsConnect, type NatsConnection, type NodeConnectionOptions } from '@nats-io/transport-node';
+import type { Logger } from './log.js';
+
+export type NatsConnectFn = (options: NodeConnectionOptions) => Promise<NatsConnection>;
+
+export interface FirstConnectOptions {
+  readonly connection: NodeConnectionOptions;
+  readonly capMs: number;
+  readonly jitterMs: number;
+  readonly logger: Logger;
+  /** Replaceable for tests. */
+  readonly connect?: NatsConnectFn | undefined;
+}
+
+export interface FirstConnect {
+  /** The connection, or undefined when cancelled first. */
+  readonly connected: Promise<NatsConnection | undefined>;
+  /** Stops retrying; a connection made after this is closed at once. */
+  cancel(): void;
+}
+
+export function connectInBackground(options: FirstConnectOptions): FirstConnect {
+  const connectFn = options.connect ?? natsConnect;
+  let cancelled = false;
+  let wake: (() => void) | undefined;
+  const sleep = (ms: number): Promise<void> =>
+    new Promise((resolve) => {
+      const timer = setTimeout(done, ms);
+      timer.unref();
+      function done(): void {
+        clearTimeout(timer);
+        resolve();
+      }
+      wake = done;
+    });
+  const connected = (async (): Promise<NatsConnection | undefined> => {
+    for (let attempt = 0; !cancelled; attempt++) {
+      try {
+        const nc = await connectFn(options.connection);
+        if (!cancelled) return nc;
+        await nc.close();
+        return undefined;
+      } catch (err) {
+        if (attempt === 0)
+          options.logger.warn('NATS not reachable, retrying in the background', { servers: options.connection.servers, error: (err as Error).message });
+        await sleep(Math.min(options.capMs, 100 * 2 ** attempt) + Math.random() * options.jitterMs);
+      }
+    }
+    return undefined;
+  })();
+  return {
+    connected,
+    cancel: () => {
+      cancelled = true;
+      wake?.();
+    },
+  };
+}
