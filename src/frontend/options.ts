@@ -6,6 +6,7 @@
  * follow Dynamo's frontend (`python -m dynamo.frontend`) so launch lines carry over.
  */
 import type { OptionSpec } from '../platform/config/option-spec.js';
+import { LOAD_SUBJECT_OPTIONS } from '../protocol/load-event.js';
 
 export const FRONTEND_OPTIONS = {
   httpHost: { flag: '--http-host <host>', env: 'DYN_HTTP_HOST', default: '0.0.0.0', help: 'address of the OpenAI-compatible HTTP server' },
@@ -27,14 +28,7 @@ export const FRONTEND_OPTIONS = {
     defaultText: 'none',
     help: "NATS server to read the sidecars' load events from; workers appear with their first event",
   },
-  namespace: {
-    flag: '--namespace <name>',
-    env: 'DYN_NAMESPACE',
-    default: 'dynamo',
-    help: 'load subject namespace.{ns}.component.{component}.endpoint.{endpoint}.kv_metrics, as the sidecars publish it',
-  },
-  component: { flag: '--component <name>', env: 'DYN_COMPONENT', default: 'backend', help: 'subject component segment' },
-  endpoint: { flag: '--endpoint <name>', env: 'DYN_ENDPOINT', default: 'generate', help: 'subject endpoint segment' },
+  ...LOAD_SUBJECT_OPTIONS,
   routerMode: {
     flag: '--router-mode <mode>',
     env: 'DYN_ROUTER_MODE',

@@ -1,9 +1,9 @@
 /**
  * The first connection to NATS, retried in the background with exponential backoff (100 ms
- * doubling up to `capMs`, plus up to `jitterMs`), so a broker that is down at startup neither
+ * doubling up to `reconnectTimeWaitMs`, plus up to `reconnectJitterMs`), so a broker that is down at startup neither
  * blocks nor crashes startup, and the caller's close() can stop it: nats.js's own
  * waitOnFirstConnect loop cannot be cancelled. After the first connect nats.js reconnects by
- * itself (the caller passes maxReconnectAttempts -1). The first failure is logged once, never
+ * itself, forever (maxReconnectAttempts -1). The first failure is logged once, never
  * each attempt; server URLs go through the logger, which redacts credentials.
  */
 import { connect as natsConnect, type NatsConnection, type NodeConnectionOptions } from '@nats-io/transport-node';
@@ -12,9 +12,14 @@ import type { Logger } from './log.js';
 export type NatsConnectFn = (options: NodeConnectionOptions) => Promise<NatsConnection>;
 
 export interface FirstConnectOptions {
-  readonly connection: NodeConnectionOptions;
-  readonly capMs: number;
-  readonly jitterMs: number;
+  readonly servers: string | string[];
+  /** Client name shown by the server's monitoring. */
+  readonly name: string;
+  /** Cap of the first-connect backoff, and nats.js's wait between its own reconnects. */
+  readonly reconnectTimeWaitMs: number;
+  readonly reconnectJitterMs: number;
+  /** nats.js's liveness check: a connection whose server leaves two PINGs this far apart unanswered is dropped. */
+  readonly pingIntervalMs: number;
   readonly logger: Logger;
   /** Replaceable for tests. */
   readonly connect?: NatsConnectFn | undefined;
@@ -29,6 +34,17 @@ export interface FirstConnect {
 
 export function connectInBackground(options: FirstConnectOptions): FirstConnect {
   const connectFn = options.connect ?? natsConnect;
+  const connection: NodeConnectionOptions = {
+    servers: options.servers,
+    name: options.name,
+    maxReconnectAttempts: -1,
+    reconnectTimeWait: options.reconnectTimeWaitMs,
+    reconnectJitter: options.reconnectJitterMs,
+    pingInterval: options.pingIntervalMs,
+    maxPingOut: 2,
+    waitOnFirstConnect: false,
+    timeout: 5000,
+  };
   let cancelled = false;
   let wake: (() => void) | undefined;
   const sleep = (ms: number): Promise<void> =>
@@ -44,14 +60,13 @@ export function connectInBackground(options: FirstConnectOptions): FirstConnect 
   const connected = (async (): Promise<NatsConnection | undefined> => {
     for (let attempt = 0; !cancelled; attempt++) {
       try {
-        const nc = await connectFn(options.connection);
+        const nc = await connectFn(connection);
         if (!cancelled) return nc;
         await nc.close();
         return undefined;
       } catch (err) {
-        if (attempt === 0)
-          options.logger.warn('NATS not reachable, retrying in the background', { servers: options.connection.servers, error: (err as Error).message });
-        await sleep(Math.min(options.capMs, 100 * 2 ** attempt) + Math.random() * options.jitterMs);
+        if (attempt === 0) options.logger.warn('NATS not reachable, retrying in the background', { servers: options.servers, error: (err as Error).message });
+        await sleep(Math.min(options.reconnectTimeWaitMs, 100 * 2 ** attempt) + Math.random() * options.reconnectJitterMs);
       }
     }
     return undefined;

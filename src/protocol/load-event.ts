@@ -3,6 +3,7 @@
  * field names plus ours), the subject it is published on, and the header that picks a call's dp
  * rank. Sidecars write these and frontends read them; neither owns them.
  */
+import type { OptionSpec } from '../platform/config/option-spec.js';
 
 export const DP_RANK_HEADER = 'x-dynamo-dp-rank';
 
@@ -47,3 +48,15 @@ export function escapeSubjectToken(name: string): string {
 export function loadSubject(namespace: string, component: string, endpoint: string): string {
   return `namespace.${escapeSubjectToken(namespace)}.component.${escapeSubjectToken(component)}.endpoint.${escapeSubjectToken(endpoint)}.kv_metrics`;
 }
+
+/** The subject's three names, as options: the sidecar publishes on them and the frontend reads them, so both commands take the same flags. */
+export const LOAD_SUBJECT_OPTIONS = {
+  namespace: {
+    flag: '--namespace <name>',
+    env: 'DYN_NAMESPACE',
+    default: 'dynamo',
+    help: 'load subject namespace.{ns}.component.{component}.endpoint.{endpoint}.kv_metrics (the same on sidecars and frontends)',
+  },
+  component: { flag: '--component <name>', env: 'DYN_COMPONENT', default: 'backend', help: 'subject component segment' },
+  endpoint: { flag: '--endpoint <name>', env: 'DYN_ENDPOINT', default: 'generate', help: 'subject endpoint segment' },
+} as const satisfies Record<string, OptionSpec>;

@@ -4,6 +4,7 @@
  * and routable workers per model. Request metrics live in frontend-metrics.ts.
  */
 import { Counter, Gauge, type Registry } from 'prom-client';
+import type { RankReport } from './load-report.js';
 import type { WorkerRouter } from './router.js';
 import type { WorkerPool } from './worker-pool.js';
 
@@ -45,39 +46,34 @@ export function registerWorkerMetrics(
       for (const s of sources) this.set({ source: s.source }, s.source === 'nats' ? Number(s.connected) : pool.connectedPushWorkers());
     },
   });
-  new Gauge({
-    name: 'dynamo_frontend_worker_active_decode_blocks',
-    help: 'Latest active decode blocks (kv_used_blocks when the worker reports it) per worker and dp rank; absent when stale.',
-    labelNames: ['worker_id', 'dp_rank'],
-    registers: [registry],
-    collect() {
-      this.reset();
-      const t = now();
-      for (const worker of pool.all()) {
-        for (const [rank, state] of worker.ranks) {
-          const report = pool.freshReport(worker, state, t);
-          const value = report?.kvUsedBlocks ?? report?.activeDecodeBlocks;
-          if (value !== undefined) this.set({ worker_id: worker.workerId, dp_rank: String(rank) }, value);
+  const rankGauge = (name: string, help: string, value: (report: RankReport) => number | undefined): void =>
+    void new Gauge({
+      name,
+      help,
+      labelNames: ['worker_id', 'dp_rank'],
+      registers: [registry],
+      collect() {
+        this.reset();
+        const t = now();
+        for (const worker of pool.all()) {
+          for (const [rank, state] of worker.ranks) {
+            const report = pool.freshReport(worker, state, t);
+            const v = report === undefined ? undefined : value(report);
+            if (v !== undefined) this.set({ worker_id: worker.workerId, dp_rank: String(rank) }, v);
+          }
         }
-      }
-    },
-  });
-  new Gauge({
-    name: 'dynamo_frontend_worker_active_prefill_tokens',
-    help: 'Latest active prefill tokens per worker and dp rank; absent when stale.',
-    labelNames: ['worker_id', 'dp_rank'],
-    registers: [registry],
-    collect() {
-      this.reset();
-      const t = now();
-      for (const worker of pool.all()) {
-        for (const [rank, state] of worker.ranks) {
-          const value = pool.freshReport(worker, state, t)?.activePrefillTokens;
-          if (value !== undefined) this.set({ worker_id: worker.workerId, dp_rank: String(rank) }, value);
-        }
-      }
-    },
-  });
+      },
+    });
+  rankGauge(
+    'dynamo_frontend_worker_active_decode_blocks',
+    'Latest active decode blocks (kv_used_blocks when the worker reports it) per worker and dp rank; absent when stale.',
+    (report) => report.kvUsedBlocks ?? report.activeDecodeBlocks,
+  );
+  rankGauge(
+    'dynamo_frontend_worker_active_prefill_tokens',
+    'Latest active prefill tokens per worker and dp rank; absent when stale.',
+    (report) => report.activePrefillTokens,
+  );
   new Gauge({
     name: 'dynamo_frontend_workers',
     help: 'Workers that can take traffic (known, reachable, not draining), per model.',

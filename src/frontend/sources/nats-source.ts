@@ -103,20 +103,12 @@ export class NatsLoadSource {
   private async connectLoop(): Promise<void> {
     this.firstConnect = connectInBackground({
       connect: this.options.connect,
-      capMs: 1000,
-      jitterMs: 500,
+      servers: [...this.options.servers],
+      name: 'dynamo-sidecar-frontend',
+      reconnectTimeWaitMs: 1000,
+      reconnectJitterMs: 500,
+      pingIntervalMs: 2000,
       logger: this.options.logger,
-      connection: {
-        servers: [...this.options.servers],
-        name: 'dynamo-sidecar-frontend',
-        maxReconnectAttempts: -1,
-        reconnectTimeWait: 1000,
-        reconnectJitter: 500,
-        pingInterval: 2000,
-        maxPingOut: 2,
-        waitOnFirstConnect: false,
-        timeout: 5000,
-      },
     });
     const nc = await this.firstConnect.connected;
     if (nc && !this.closing) this.attach(nc);

@@ -6,6 +6,7 @@
  * sidecar-config.ts) the one the classes fall back to when built without a config.
  */
 import type { OptionSpec } from '../../platform/config/option-spec.js';
+import { LOAD_SUBJECT_OPTIONS } from '../../protocol/load-event.js';
 
 /** Demo mode (no upstream): the status line is on, this often, unless set otherwise. */
 export const DEMO_STATUS_INTERVAL_MS = 5000;
@@ -155,14 +156,7 @@ export const SIDECAR_OPTIONS = {
     defaultText: 'none (no publishing; GET /load still works)',
     help: 'NATS server for load events, e.g. nats://127.0.0.1:4222',
   },
-  namespace: {
-    flag: '--namespace <name>',
-    env: 'DYN_NAMESPACE',
-    default: 'dynamo',
-    help: 'subject namespace.{ns}.component.{component}.endpoint.{endpoint}.kv_metrics',
-  },
-  component: { flag: '--component <name>', env: 'DYN_COMPONENT', default: 'backend', help: 'subject component segment' },
-  endpoint: { flag: '--endpoint <name>', env: 'DYN_ENDPOINT', default: 'generate', help: 'subject endpoint segment' },
+  ...LOAD_SUBJECT_OPTIONS,
   loadHeartbeatMs: {
     flag: '--load-heartbeat-ms <ms>',
     env: 'DYN_LOAD_HEARTBEAT_MS',

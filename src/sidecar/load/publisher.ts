@@ -40,8 +40,8 @@
  * through the logger, which redacts credentials.
  */
 import { createHash } from 'node:crypto';
-import { connect as natsConnect, type NatsConnection, type NodeConnectionOptions } from '@nats-io/transport-node';
-import { connectInBackground, type FirstConnect } from '../../platform/nats-first-connect.js';
+import type { NatsConnection } from '@nats-io/transport-node';
+import { connectInBackground, type FirstConnect, type NatsConnectFn } from '../../platform/nats-first-connect.js';
 import { DEFAULT_LOAD_HEARTBEAT_MS, DEFAULT_NATS_LIVENESS_TIMEOUT_MS, LOAD_DEBOUNCE_MS } from '../config/sidecar-config.js';
 import type { Logger } from '../../platform/log.js';
 import type { LoadEvent } from '../../protocol/load-event.js';
@@ -52,7 +52,6 @@ export interface LoadSource {
   onChange(listener: () => void): () => void;
 }
 
-export type ConnectFn = (options: NodeConnectionOptions) => Promise<NatsConnection>;
 /** `stalled`: the TCP connection is up but the server did not confirm publishes in time. */
 export type NatsState = 'idle' | 'connecting' | 'connected' | 'stalled' | 'disconnected' | 'reconnecting' | 'closed';
 
@@ -72,7 +71,7 @@ export interface LoadPublisherOptions {
   /** Client name shown by the server's monitoring. */
   name?: string;
   /** Replaceable for tests (e.g. to observe publish calls). */
-  connect?: ConnectFn;
+  connect?: NatsConnectFn;
 }
 
 /** Stable id for this worker: first 53 bits of sha256("host:port"), a safe JSON integer. */
@@ -85,7 +84,6 @@ export class LoadPublisher {
   /** published: confirmed by the server; failures: skipped, threw, or not confirmed in time. */
   readonly stats = { published: 0, failures: 0, connects: 0, disconnects: 0 };
   private readonly options: LoadPublisherOptions;
-  private readonly connectFn: ConnectFn;
   private nc: NatsConnection | undefined;
   private stateValue: NatsState = 'idle';
   private closing = false;
@@ -104,7 +102,6 @@ export class LoadPublisher {
 
   constructor(options: LoadPublisherOptions) {
     this.options = options;
-    this.connectFn = options.connect ?? natsConnect;
     this.livenessTimeoutMs = options.livenessTimeoutMs ?? DEFAULT_NATS_LIVENESS_TIMEOUT_MS;
   }
 
@@ -233,22 +230,13 @@ export class LoadPublisher {
   private async connectLoop(): Promise<void> {
     this.setState('connecting');
     this.firstConnect = connectInBackground({
-      connect: this.connectFn,
-      capMs: this.options.reconnectTimeWaitMs ?? 1000,
-      jitterMs: this.options.reconnectJitterMs ?? 500,
+      connect: this.options.connect,
+      servers: this.options.servers,
+      name: this.options.name ?? 'dynamo-sidecar',
+      reconnectTimeWaitMs: this.options.reconnectTimeWaitMs ?? 1000,
+      reconnectJitterMs: this.options.reconnectJitterMs ?? 500,
+      pingIntervalMs: this.livenessTimeoutMs,
       logger: this.options.logger,
-      connection: {
-        servers: this.options.servers,
-        name: this.options.name ?? 'dynamo-sidecar',
-        maxReconnectAttempts: -1,
-        reconnectTimeWait: this.options.reconnectTimeWaitMs ?? 1000,
-        reconnectJitter: this.options.reconnectJitterMs ?? 500,
-        // nats.js's own liveness check: drop a connection whose server stops answering PINGs.
-        pingInterval: this.livenessTimeoutMs,
-        maxPingOut: 2,
-        waitOnFirstConnect: false,
-        timeout: 5000,
-      },
     });
     const nc = await this.firstConnect.connected;
     if (nc && !this.closing) this.attach(nc);
