@@ -144,11 +144,10 @@ export function streams(ids: number[], finish = 'length', gapMs = 0): Script {
     for (const id of ids) {
       if (call.ended) return;
       out.push(id);
-      call.send({ request_id: call.request.request_id, chunk: { token_ids: [id], prompt_tokens: 0, completion_tokens: out.length, cached_tokens: 0 } });
+      call.send({ chunk: { token_ids: [id], prompt_tokens: 0, completion_tokens: out.length, cached_tokens: 0 } });
       if (gapMs > 0) await later(gapMs);
     }
     call.send({
-      request_id: call.request.request_id,
       complete: { output_ids: out, finish_reason: finish, prompt_tokens: 0, completion_tokens: out.length, cached_tokens: 0 },
     });
     call.end({ code: 0, details: '' });
@@ -168,7 +167,7 @@ export function failsAfter(ids: number[], code: number): Script {
   return async (call) => {
     await later(0);
     for (const [i, id] of ids.entries())
-      call.send({ request_id: '', chunk: { token_ids: [id], prompt_tokens: 0, completion_tokens: i + 1, cached_tokens: 0 } });
+      call.send({ chunk: { token_ids: [id], prompt_tokens: 0, completion_tokens: i + 1, cached_tokens: 0 } });
     await later(5);
     call.end({ code, details: 'engine broke' });
   };

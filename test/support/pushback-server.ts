@@ -26,8 +26,8 @@ export async function startPushbackServer(rejectFirst: number, pushbackMs: strin
       }
       const ids = Array.from({ length: tokens }, (_, i) => i + 1);
       for (const [i, id] of ids.entries())
-        call.write({ request_id: call.request.request_id, chunk: { token_ids: [id], prompt_tokens: 1, completion_tokens: i + 1 } });
-      call.write({ request_id: call.request.request_id, complete: { output_ids: ids, finish_reason: 'length', prompt_tokens: 1, completion_tokens: tokens } });
+        call.write({ chunk: { token_ids: [id], prompt_tokens: 1, completion_tokens: i + 1 } });
+      call.write({ complete: { output_ids: ids, finish_reason: 'length', prompt_tokens: 1, completion_tokens: tokens } });
       call.end();
     },
   });

@@ -16,7 +16,7 @@ function service(file: string, path: string[]): grpc.ServiceClientConstructor {
   return node as grpc.ServiceClientConstructor;
 }
 
-export const VllmEngineClient = service('vllm/engine.proto', ['vllm', 'grpc', 'engine', 'VllmEngine']);
+export const VllmEngineClient = service('vllm/vllm_engine.proto', ['vllm', 'grpc', 'engine', 'VllmEngine']);
 export const HealthClient = service('grpc/health/v1/health.proto', ['grpc', 'health', 'v1', 'Health']);
 
 export function engineClient(address: string): grpc.Client {

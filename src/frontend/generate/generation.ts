@@ -98,7 +98,6 @@ export class Generation {
       this.pendingDone = reason;
       return this.tokens(rest);
     }
-    if (message.error) throw this.fail(new FrontendError('worker_failed', 'the worker reported an error'));
     return undefined;
   }
 

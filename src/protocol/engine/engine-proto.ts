@@ -35,7 +35,7 @@ let healthCtor: grpc.ServiceClientConstructor | undefined;
 
 /** Client constructor (and `.service` definition) of vllm.grpc.engine.VllmEngine. */
 export function vllmEngineService(): grpc.ServiceClientConstructor {
-  engineCtor ??= loadService('vllm/engine.proto', VLLM_ENGINE_SERVICE);
+  engineCtor ??= loadService('vllm/vllm_engine.proto', VLLM_ENGINE_SERVICE);
   return engineCtor;
 }
 
@@ -61,6 +61,8 @@ export interface GenerateRequestMessage {
   input?: 'tokenized' | 'text';
   sampling_params?: SamplingParamsMessage | null;
   stream: boolean;
+  /** Unset (null/undefined) lets the engine pick the rank. */
+  data_parallel_rank?: number | null;
 }
 
 export interface GenerateStreamChunkMessage {
@@ -78,16 +80,30 @@ export interface GenerateCompleteMessage {
   cached_tokens: number;
 }
 
-export interface GenerateErrorMessage {
-  message: string;
-  http_status_code: string;
-  details: string;
-}
-
+/** No request_id and no error branch: an engine reports a failure as the call's gRPC status. */
 export interface GenerateResponseMessage {
-  request_id: string;
   chunk?: GenerateStreamChunkMessage | null;
   complete?: GenerateCompleteMessage | null;
-  error?: GenerateErrorMessage | null;
-  response?: 'chunk' | 'complete' | 'error';
+  response?: 'chunk' | 'complete';
+}
+
+export interface SchedulerLoadMessage {
+  dp_rank: number;
+  num_running_reqs: number;
+  num_waiting_reqs: number;
+  num_total_reqs: number;
+  num_used_tokens: number;
+  max_total_num_tokens: number;
+  token_usage: number;
+  gen_throughput: number;
+  cache_hit_rate: number;
+  utilization: number;
+  max_running_requests: number;
+}
+
+export interface GetLoadsResponseMessage {
+  timestamp: string;
+  version: string;
+  dp_rank_count: number;
+  loads: SchedulerLoadMessage[];
 }

@@ -57,7 +57,7 @@ export class ModelInfoProbe {
   private readonly retryMs: number;
 
   constructor(private readonly options: ModelInfoProbeOptions) {
-    const definition = loadSync(join(PROTO_DIR, 'vllm/engine.proto'), { keepCase: true, defaults: true });
+    const definition = loadSync(join(PROTO_DIR, 'vllm/vllm_engine.proto'), { keepCase: true, defaults: true });
     this.response = definition['vllm.grpc.engine.GetModelInfoResponse'] as MessageTypeDefinition<object, { model_path?: string }>;
     this.timeoutMs = options.timeoutMs ?? MODEL_INFO_TIMEOUT_MS;
     this.retryMs = options.retryMs ?? MODEL_INFO_RETRY_MS;

@@ -176,10 +176,10 @@ export class EngineServer {
       if (ended) return;
       outputIds.push(...tokenIds);
       const counts = { prompt_tokens: promptIds.length, completion_tokens: outputIds.length, cached_tokens: 0 };
-      if (stream) call.write({ request_id: requestId, chunk: { token_ids: [...tokenIds], ...counts } });
+      if (stream) call.write({ chunk: { token_ids: [...tokenIds], ...counts } });
       if (finish) {
         end();
-        call.write({ request_id: requestId, complete: { output_ids: outputIds, finish_reason: finish, ...counts } });
+        call.write({ complete: { output_ids: outputIds, finish_reason: finish, ...counts } });
         call.end();
       }
     };

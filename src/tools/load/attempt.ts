@@ -26,7 +26,6 @@ export function startAttempt(client: grpc.Client, request: GenerateRequestMessag
   const startedAt = performance.now();
   let lastTokenAt: number | undefined;
   let sawComplete = false;
-  let sawError = false;
   const call = generate.call(client, request, options);
   const onTokens = (count: number): void => {
     if (count === 0) return;
@@ -46,8 +45,6 @@ export function startAttempt(client: grpc.Client, request: GenerateRequestMessag
       sawComplete = true;
       // Non-streaming calls carry every token here; streaming ones repeat tokens already seen.
       onTokens(Math.max(0, message.complete.output_ids.length - streamedTokens));
-    } else if (message.error) {
-      sawError = true;
     }
   });
   call.on('error', () => {}); // 'status' below carries the same information for every ending.
@@ -58,7 +55,7 @@ export function startAttempt(client: grpc.Client, request: GenerateRequestMessag
       } else if (sawComplete) {
         resolve({ outcome: { kind: 'completed' }, pushback: undefined });
       } else {
-        resolve({ outcome: { kind: 'bad-response', label: sawError ? 'GENERATE_ERROR' : 'NO_COMPLETE' }, pushback: undefined });
+        resolve({ outcome: { kind: 'bad-response', label: 'NO_COMPLETE' }, pushback: undefined });
       }
     });
   });

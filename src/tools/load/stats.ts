@@ -23,7 +23,7 @@ export interface LoadSummary {
   /** Attempts answered RESOURCE_EXHAUSTED (also those that were retried later). */
   rejected: number;
   /**
-   * Other failures by gRPC status name; GENERATE_ERROR / NO_COMPLETE for OK calls without a
+   * Other failures by gRPC status name; NO_COMPLETE for OK calls without a
    * result. --openai: HTTP_<status>, NETWORK_<code>, STREAM_BROKEN, CANCELLED, ...
    */
   errors: Record<string, number>;
@@ -43,7 +43,7 @@ export type AttemptOutcome =
   | { readonly kind: 'completed' }
   | { readonly kind: 'failed'; readonly code: GrpcStatus }
   /** The call ended OK but without a `complete` message; `label` names why. */
-  | { readonly kind: 'bad-response'; readonly label: 'GENERATE_ERROR' | 'NO_COMPLETE' }
+  | { readonly kind: 'bad-response'; readonly label: 'NO_COMPLETE' }
   /** An HTTP overload status (529, or one given by --overload-status). */
   | { readonly kind: 'rejected' }
   /** Any other HTTP failure; `label` is the errors key (HTTP_404, NETWORK_ECONNREFUSED, CANCELLED, ...). */

@@ -1,4 +1,4 @@
-// A client generated from proto/vllm/engine.proto talks to the simulated engine over real gRPC.
+// A client generated from proto/vllm/vllm_engine.proto talks to the simulated engine over real gRPC.
 import type * as grpc from '@grpc/grpc-js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { GenerateCompleteMessage } from '../../../../src/protocol/engine/engine-proto.js';

@@ -20,7 +20,7 @@ afterEach(async () => {
   for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
 });
 
-const definition = loadSync(join(PROTO_DIR, 'vllm/engine.proto'), { keepCase: true });
+const definition = loadSync(join(PROTO_DIR, 'vllm/vllm_engine.proto'), { keepCase: true });
 const ModelInfoResponse = definition['vllm.grpc.engine.GetModelInfoResponse'] as MessageTypeDefinition<Record<string, unknown>, unknown>;
 
 /** What the engine does with the n-th GetModelInfo call (1-based). */

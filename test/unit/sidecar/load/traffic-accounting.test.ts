@@ -6,7 +6,7 @@ import { LoadTracker } from '../../../../src/sidecar/load/load-tracker.js';
 import { TrafficAccounting } from '../../../../src/sidecar/load/traffic-accounting.js';
 import { PROTO_DIR } from '../../../../src/protocol/proto-path.js';
 
-const vllm = loadSync(join(PROTO_DIR, 'vllm/engine.proto'), { keepCase: true, oneofs: true });
+const vllm = loadSync(join(PROTO_DIR, 'vllm/vllm_engine.proto'), { keepCase: true, oneofs: true });
 const type = (name: string): MessageTypeDefinition<object, object> => vllm[`vllm.grpc.engine.${name}`] as MessageTypeDefinition<object, object>;
 
 /** A gRPC length-prefixed frame of one message. */
