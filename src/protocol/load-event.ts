@@ -5,7 +5,10 @@
  */
 import type { OptionSpec } from '../platform/config/option-spec.js';
 
-export const DP_RANK_HEADER = 'x-dynamo-dp-rank';
+/** The dp rank of a call as gRPC metadata, the name Dynamo's gRPC sidecars send. */
+export const DP_RANK_HEADER = 'x-data-parallel-rank';
+/** This project's first name for it, still read by sidecars (frontends send DP_RANK_HEADER). */
+export const LEGACY_DP_RANK_HEADER = 'x-dynamo-dp-rank';
 
 /** Field names are the wire contract (Dynamo's ActiveLoad plus ours); do not rename. */
 export interface LoadEvent {

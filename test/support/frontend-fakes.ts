@@ -166,8 +166,7 @@ export function fails(code: number, details = 'failed'): Script {
 export function failsAfter(ids: number[], code: number): Script {
   return async (call) => {
     await later(0);
-    for (const [i, id] of ids.entries())
-      call.send({ chunk: { token_ids: [id], prompt_tokens: 0, completion_tokens: i + 1, cached_tokens: 0 } });
+    for (const [i, id] of ids.entries()) call.send({ chunk: { token_ids: [id], prompt_tokens: 0, completion_tokens: i + 1, cached_tokens: 0 } });
     await later(5);
     call.end({ code, details: 'engine broke' });
   };

@@ -25,8 +25,7 @@ export async function startPushbackServer(rejectFirst: number, pushbackMs: strin
         return;
       }
       const ids = Array.from({ length: tokens }, (_, i) => i + 1);
-      for (const [i, id] of ids.entries())
-        call.write({ chunk: { token_ids: [id], prompt_tokens: 1, completion_tokens: i + 1 } });
+      for (const [i, id] of ids.entries()) call.write({ chunk: { token_ids: [id], prompt_tokens: 1, completion_tokens: i + 1 } });
       call.write({ complete: { output_ids: ids, finish_reason: 'length', prompt_tokens: 1, completion_tokens: tokens } });
       call.end();
     },

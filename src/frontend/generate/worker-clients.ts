@@ -29,7 +29,7 @@ export interface GenerateCall {
 }
 
 export interface WorkerClients {
-  /** Starts Generate on the target's sidecar, with its dp rank as `x-dynamo-dp-rank`. */
+  /** Starts Generate on the target's sidecar, with its dp rank in the request and as `x-data-parallel-rank`. */
   generate(target: RouteTarget, request: GenerateRequestMessage): GenerateCall;
   /** Closes every client; calls still open end with CANCELLED/UNAVAILABLE. */
   close(): void;
@@ -72,7 +72,7 @@ export class GrpcWorkerClients implements WorkerClients {
     const callOptions: grpc.CallOptions = {};
     if (this.options.requestDeadlineMs !== undefined) callOptions.deadline = this.now() + this.options.requestDeadlineMs;
     const method = (client as unknown as { Generate: GenerateMethod }).Generate;
-    const call = method.call(client, request, metadata, callOptions);
+    const call = method.call(client, { ...request, data_parallel_rank: target.dpRank }, metadata, callOptions);
     // 'status' carries every ending; without an 'error' listener a failed call would throw.
     call.on('error', () => {});
     return call;

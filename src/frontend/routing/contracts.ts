@@ -27,7 +27,7 @@ export interface RouteTarget {
   readonly workerId: string;
   /** host:port of the worker's sidecar (gRPC, h2c). */
   readonly address: string;
-  /** Sent as the `x-dynamo-dp-rank` header. */
+  /** Sent as the request's data_parallel_rank (what the engine obeys) and the `x-data-parallel-rank` header. */
   readonly dpRank: number;
 }
 

@@ -1,21 +1,29 @@
 /**
  * Token accounting from raw Generate messages, without the engines' .proto files.
  *
- *   generateFlavorForPath(':path') -> 'vllm' | 'sglang' | undefined
- *   decodeGenerateRequest(bytes, flavor) -> { promptTokens, maxTokens?, promptEstimated } | undefined
- *   decodeGenerateResponse(bytes) -> { kind, tokens, completionTokens? } | undefined
- *   new GenerateWireDecoder(flavor)  // the same, plus counters of what could not be decoded
+ *   decodeGenerateRequest(bytes, wire) -> { promptTokens, maxTokens?, promptEstimated, dataParallelRank? } | undefined
+ *   decodeGenerateResponse(bytes, wire) -> { kind, tokens, completionTokens? } | undefined
  *
  * Only the fields we count are read; everything else is skipped by wire type. Malformed bytes
  * give `undefined`, never a throw (protobufjs's Reader throws RangeError/Error on truncation,
  * which is caught here).
  *
- * Field numbers (vLLM `vllm.grpc.engine`, docs/wire-facts.md; SGLang `sglang.grpc.scheduler`,
- * sglang_scheduler.proto): GenerateRequest 2 tokenized{2 input_ids repeated uint32},
- * 4 sampling_params{8 max_tokens (vLLM) | max_new_tokens (SGLang)}. Field 3 is `text` in vLLM
- * but `mm_inputs` in SGLang, so a text prompt is only recognised for vLLM.
- * GenerateResponse 2 chunk{1 token_ids, 3 completion_tokens}, 3 complete{1 output_ids,
- * 4 completion_tokens}, 4 error. Same numbers in both engines.
+ * Which layout an engine speaks is configuration (--generate-wire), never guessed from the
+ * bytes: the layouts reuse the same numbers for different things (field 1 of a response is the
+ * chunk today and was the request_id before), so a guess would misread every message of one of
+ * them. Field numbers (docs/wire-facts.md, "Generate layouts"):
+ *
+ *              GenerateRequest                                   GenerateResponse
+ *   vllm        tokenized 2 {input_ids 2}, text 3,                chunk 1, complete 2
+ *               sampling_params 4 {max_tokens 8},                 (errors are gRPC statuses)
+ *               data_parallel_rank 9 (optional int32)
+ *   vllm-legacy the same request                                  request_id 1, chunk 2, complete 3, error 4
+ *   sglang      tokenized 2 {input_ids 2}, (3 is mm_inputs),      request_id 1, chunk 2, complete 3
+ *               sampling_params 4 {max_new_tokens 8},             (4 reserved, was the error)
+ *               data_parallel_rank 16 (int32; <= 0 means unset)
+ *
+ * In every layout a chunk has token_ids 1 and completion_tokens 3, a complete output_ids 1 and
+ * completion_tokens 4. A text prompt (vLLM only) is counted with a swappable estimator.
  *
  * Output counting: a chunk's token_ids are new tokens (a delta). A complete's output_ids carry
  * the whole output (vLLM sends all ids there), so its count is cumulative. When a message has
@@ -24,22 +32,45 @@
  */
 import protobuf from 'protobufjs/minimal.js';
 
-export type GenerateFlavor = 'vllm' | 'sglang';
+export const GENERATE_WIRES = ['vllm', 'vllm-legacy', 'sglang'] as const;
+export type GenerateWire = (typeof GENERATE_WIRES)[number];
 
-export const GENERATE_PATHS: Readonly<Record<string, GenerateFlavor>> = {
-  '/vllm.grpc.engine.VllmEngine/Generate': 'vllm',
-  '/sglang.grpc.scheduler.SglangScheduler/Generate': 'sglang',
+/** The gRPC service each layout belongs to; its methods are `/${service}/Generate`, `/GetLoads`, ... */
+export const ENGINE_SERVICE: Readonly<Record<GenerateWire, string>> = {
+  vllm: 'vllm.grpc.engine.VllmEngine',
+  'vllm-legacy': 'vllm.grpc.engine.VllmEngine',
+  sglang: 'sglang.grpc.scheduler.SglangScheduler',
 };
 
-export function generateFlavorForPath(path: string): GenerateFlavor | undefined {
-  return Object.hasOwn(GENERATE_PATHS, path) ? GENERATE_PATHS[path] : undefined;
+export function enginePath(wire: GenerateWire, method: 'Generate' | 'GetLoads' | 'GetModelInfo'): string {
+  return `/${ENGINE_SERVICE[wire]}/${method}`;
 }
+
+interface Layout {
+  /** Request: the text prompt's field, when the layout has one. */
+  readonly textField: number | undefined;
+  /** Request: the dp rank's field; `explicitPresence` when a set 0 is on the wire (proto3 optional). */
+  readonly rankField: number;
+  readonly rankExplicitPresence: boolean;
+  /** Response: oneof branches. */
+  readonly chunkField: number;
+  readonly completeField: number;
+  readonly errorField: number | undefined;
+}
+
+const LAYOUTS: Readonly<Record<GenerateWire, Layout>> = {
+  vllm: { textField: 3, rankField: 9, rankExplicitPresence: true, chunkField: 1, completeField: 2, errorField: undefined },
+  'vllm-legacy': { textField: 3, rankField: 9, rankExplicitPresence: true, chunkField: 2, completeField: 3, errorField: 4 },
+  sglang: { textField: undefined, rankField: 16, rankExplicitPresence: false, chunkField: 2, completeField: 3, errorField: undefined },
+};
 
 export interface GenerateRequestInfo {
   promptTokens: number;
   maxTokens?: number;
   /** True when the prompt was text and promptTokens is an estimate. */
   promptEstimated: boolean;
+  /** The rank the request pins, when it pins one (never negative). */
+  dataParallelRank?: number;
 }
 
 export type GenerateResponseKind = 'chunk' | 'complete' | 'error' | 'unknown';
@@ -68,49 +99,60 @@ const WIRE_LEN = 2;
 
 export function decodeGenerateRequest(
   bytes: Uint8Array,
-  flavor: GenerateFlavor,
+  wire: GenerateWire,
   estimate: (text: string) => number = estimateTextTokens,
 ): GenerateRequestInfo | undefined {
+  const layout = LAYOUTS[wire];
   try {
     const r = protobuf.Reader.create(bytes);
     let promptTokens: number | undefined;
     let promptEstimated = false;
     let maxTokens: number | undefined;
+    let rank: number | undefined;
     while (r.pos < r.len) {
       const tag = readTag(r);
       const field = tag >>> 3;
-      const wire = tag & 7;
-      if (field === 2 && wire === WIRE_LEN) {
+      const type = tag & 7;
+      if (field === 2 && type === WIRE_LEN) {
         promptTokens = countRepeatedVarints(subReader(r), 2);
         promptEstimated = false;
-      } else if (field === 3 && wire === WIRE_LEN && flavor === 'vllm') {
+      } else if (field === layout.textField && type === WIRE_LEN) {
         promptTokens = estimate(r.string());
         promptEstimated = true;
-      } else if (field === 4 && wire === WIRE_LEN) {
+      } else if (field === 4 && type === WIRE_LEN) {
         maxTokens = readVarintField(subReader(r), 8) ?? maxTokens;
+      } else if (field === layout.rankField && type === WIRE_VARINT) {
+        const value = r.int32();
+        // proto3 without presence (SGLang) cannot tell "rank 0" from "unset"; both mean "engine picks".
+        rank = value > 0 || (value === 0 && layout.rankExplicitPresence) ? value : undefined;
       } else {
-        skip(r, wire);
+        skip(r, type);
       }
     }
     if (promptTokens === undefined) return undefined;
-    return maxTokens === undefined ? { promptTokens, promptEstimated } : { promptTokens, maxTokens, promptEstimated };
+    const info: GenerateRequestInfo = { promptTokens, promptEstimated };
+    if (maxTokens !== undefined) info.maxTokens = maxTokens;
+    if (rank !== undefined) info.dataParallelRank = rank;
+    return info;
   } catch {
     return undefined;
   }
 }
 
-export function decodeGenerateResponse(bytes: Uint8Array): GenerateResponseInfo | undefined {
+export function decodeGenerateResponse(bytes: Uint8Array, wire: GenerateWire): GenerateResponseInfo | undefined {
+  const layout = LAYOUTS[wire];
   try {
     const r = protobuf.Reader.create(bytes);
     let info: GenerateResponseInfo = { kind: 'unknown', tokens: 0 };
     while (r.pos < r.len) {
       const tag = readTag(r);
       const field = tag >>> 3;
-      const wire = tag & 7;
-      if ((field === 2 || field === 3) && wire === WIRE_LEN) {
+      const type = tag & 7;
+      if ((field === layout.chunkField || field === layout.completeField) && type === WIRE_LEN) {
         // Both carry the ids in field 1; completion_tokens is 3 in a chunk, 4 in a complete.
+        const isChunk = field === layout.chunkField;
         const sub = subReader(r);
-        const completionField = field === 2 ? 3 : 4;
+        const completionField = isChunk ? 3 : 4;
         let tokens = 0;
         let completion: number | undefined;
         while (sub.pos < sub.len) {
@@ -119,42 +161,18 @@ export function decodeGenerateResponse(bytes: Uint8Array): GenerateResponseInfo 
           else if (t >>> 3 === completionField && (t & 7) === WIRE_VARINT) completion = sub.uint32();
           else skip(sub, t & 7);
         }
-        info = { kind: field === 2 ? 'chunk' : 'complete', tokens };
+        info = { kind: isChunk ? 'chunk' : 'complete', tokens };
         if (completion) info.completionTokens = completion;
-      } else if (field === 4 && wire === WIRE_LEN) {
+      } else if (field === layout.errorField && type === WIRE_LEN) {
         r.skip(r.uint32());
         info = { kind: 'error', tokens: 0 };
       } else {
-        skip(r, wire);
+        skip(r, type);
       }
     }
     return info;
   } catch {
     return undefined;
-  }
-}
-
-/** Per-call helper that counts what it could not decode; one instance per proxy (or per call). */
-export class GenerateWireDecoder {
-  readonly stats = { requests: 0, responses: 0, malformed: 0 };
-
-  constructor(
-    readonly flavor: GenerateFlavor,
-    private readonly estimate: (text: string) => number = estimateTextTokens,
-  ) {}
-
-  request(bytes: Uint8Array): GenerateRequestInfo | undefined {
-    const info = decodeGenerateRequest(bytes, this.flavor, this.estimate);
-    if (info) this.stats.requests++;
-    else this.stats.malformed++;
-    return info;
-  }
-
-  response(bytes: Uint8Array): GenerateResponseInfo | undefined {
-    const info = decodeGenerateResponse(bytes);
-    if (info) this.stats.responses++;
-    else this.stats.malformed++;
-    return info;
   }
 }
 

@@ -119,7 +119,24 @@ export const SIDECAR_OPTIONS = {
     default: 'auto',
     help: 'vllm | sglang | trtllm-triton | trtllm-serve | auto (detected from metric names)',
   },
-  scrapeIntervalMs: { flag: '--scrape-interval-ms <ms>', env: 'DYN_SCRAPE_INTERVAL_MS', default: 250, help: 'how often the engine metrics are scraped' },
+  engineLoadSource: {
+    flag: '--engine-load-source <source>',
+    env: 'DYN_ENGINE_LOAD_SOURCE',
+    default: 'auto',
+    help: "where kv_used_blocks/kv_total_blocks come from: scrape (the engine's /metrics, needs --engine-metrics-url), getloads (the engine's own GetLoads RPC over the sidecar's engine connection), traffic (none: KV usage unknown, only the Generate traffic's active blocks), auto (scrape when a metrics URL is known, else GetLoads, falling back to traffic when the engine answers UNIMPLEMENTED). active_decode_blocks and active_prefill_tokens always come from the Generate traffic",
+  },
+  scrapeIntervalMs: {
+    flag: '--scrape-interval-ms <ms>',
+    env: 'DYN_SCRAPE_INTERVAL_MS',
+    default: 250,
+    help: 'how often the engine load is read (a metrics scrape or a GetLoads call)',
+  },
+  generateWire: {
+    flag: '--generate-wire <layout>',
+    env: 'DYN_GENERATE_WIRE',
+    default: 'vllm',
+    help: "the engine's Generate protocol, for token accounting and GetLoads/GetModelInfo: vllm (vllm.grpc.engine.VllmEngine as served by vllm serve --grpc today: response chunk=1, complete=2), vllm-legacy (the same service before 2026-01: request_id=1, chunk=2, complete=3, error=4), sglang (sglang.grpc.scheduler.SglangScheduler). Never guessed: calls that do not decode are forwarded untouched and counted",
+  },
   trackOutputBlocks: {
     flag: '--track-output-blocks',
     env: 'DYN_TRACK_OUTPUT_BLOCKS',
@@ -142,12 +159,13 @@ export const SIDECAR_OPTIONS = {
     flag: '--data-parallel-size <n>',
     env: 'DYN_DATA_PARALLEL_SIZE',
     default: 1,
-    help: 'dp ranks of the engine; one load event per rank, rank per call from the x-dynamo-dp-rank header',
+    help: "dp ranks of the engine; one load event per rank. A call's rank: the request's own data_parallel_rank field, else the x-data-parallel-rank header (or the older x-dynamo-dp-rank), else 0",
   },
   servedModelName: {
     flag: '--served-model-name <name>',
     env: 'DYN_SERVED_MODEL_NAME',
-    defaultText: 'asked from the engine once reachable (vllm.grpc.engine.VllmEngine/GetModelInfo, its model_path); null in events until known',
+    defaultText:
+      'asked from the engine once reachable (GetModelInfo of the --generate-wire service: served_model_name, else model_path); null in events until known',
     help: "the model this worker serves, sent as model in load events (vLLM's flag name)",
   },
   natsUrl: {

@@ -3,6 +3,7 @@
  * before failing (ConfigError). Sources are injected so tests need no real environment.
  * An empty environment variable counts as unset, as compose files use `VAR=` to clear one.
  */
+import { GENERATE_WIRES, type GenerateWire } from '../../protocol/engine/generate-wire.js';
 import { ENGINE_METRICS_FORMATS, type EngineMetricsFormatOption } from '../../protocol/engine/metrics-formats.js';
 import type { LogLevel } from '../../platform/log.js';
 import { MAX_TIMER_MS } from '../../protocol/grpc/deadline.js';
@@ -52,7 +53,10 @@ export interface ConnectionConfig {
 export interface LoadConfig {
   readonly engineMetricsUrl: string | undefined;
   readonly engineMetricsFormat: EngineMetricsFormatOption;
+  readonly engineLoadSource: EngineLoadSource;
+  /** Between two reads of the engine's load, by scrape or GetLoads. */
   readonly scrapeIntervalMs: number;
+  readonly generateWire: GenerateWire;
   readonly trackOutputBlocks: boolean;
   readonly kvTotalBlocks: number | undefined;
   readonly kvBlockSize: number;
@@ -77,6 +81,8 @@ export interface LoadConfig {
 const D = SIDECAR_OPTIONS;
 export const DEFAULT_REQUEST_QUEUE_LIMIT: number = D.requestQueueLimit.default;
 export const MIN_REQUEST_QUEUE_LIMIT = 2;
+export const ENGINE_LOAD_SOURCES = ['scrape', 'getloads', 'traffic', 'auto'] as const;
+export type EngineLoadSource = (typeof ENGINE_LOAD_SOURCES)[number];
 export const DEFAULT_ENGINE_METRICS_FORMAT: EngineMetricsFormatOption = D.engineMetricsFormat.default;
 export const DEFAULT_LOAD_HEARTBEAT_MS: number = D.loadHeartbeatMs.default;
 /** A burst of load changes within this becomes one NATS publish or one WorkerLoad update. */
@@ -135,7 +141,9 @@ function parseLoadConfig(read: Reader): LoadConfig {
   return {
     engineMetricsUrl: read.url('engineMetricsUrl', ['http:', 'https:']),
     engineMetricsFormat: read.choice('engineMetricsFormat', ENGINE_METRICS_FORMATS),
+    engineLoadSource: parseEngineLoadSource(read),
     scrapeIntervalMs: read.integer('scrapeIntervalMs', 10, 600_000),
+    generateWire: read.choice('generateWire', GENERATE_WIRES),
     trackOutputBlocks: read.boolean('trackOutputBlocks'),
     kvTotalBlocks: read.integer('kvTotalBlocks', 1, Number.MAX_SAFE_INTEGER),
     kvBlockSize: read.integer('kvBlockSize', 1, 1 << 20),
@@ -150,6 +158,23 @@ function parseLoadConfig(read: Reader): LoadConfig {
     natsLivenessTimeoutMs: read.integer('natsLivenessTimeoutMs', 50, 3_600_000),
     workerId: read.integer('workerId', 0, Number.MAX_SAFE_INTEGER),
   };
+}
+
+/**
+ * scrape needs a metrics URL (the demo's embedded engine has one); a metrics URL with a source
+ * that does not scrape would be silently unused, so both are refused.
+ */
+function parseEngineLoadSource(read: Reader): EngineLoadSource {
+  const source = read.choice('engineLoadSource', ENGINE_LOAD_SOURCES);
+  const url = read.raw('engineMetricsUrl');
+  const upstream = read.raw('upstream');
+  if (source === 'scrape' && url === undefined && upstream !== undefined) {
+    read.problems.push(`${read.raw('engineLoadSource')!.source}: scrape needs the engine's metrics URL (--engine-metrics-url or DYN_ENGINE_METRICS_URL)`);
+  }
+  if ((source === 'getloads' || source === 'traffic') && url !== undefined) {
+    read.problems.push(`${url.source} is set but ${read.raw('engineLoadSource')!.source} is "${source}", which does not scrape; remove one`);
+  }
+  return source;
 }
 
 /** HOST:PORT that a frontend can dial: a wildcard host (0.0.0.0, ::) is refused; port 0 means the bound port. */

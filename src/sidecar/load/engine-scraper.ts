@@ -1,8 +1,10 @@
 /**
- * Polls an engine's /metrics and keeps the latest KV load per dp rank.
+ * Polls the engine's KV load and keeps the latest per dp rank: its /metrics by default, or any
+ * other reader of the same shape (`read`; the GetLoads RPC, engine-get-loads.ts).
  *
  *   const s = new EngineScraper({ url, intervalMs: config.scrapeIntervalMs, format: 'auto', logger, onUpdate });
- *   s.start();  ...  s.ranks / s.stale / s.errors  ...  s.stop();
+ *   const g = new EngineScraper({ url: getLoadsPath, read: getLoadsReader(...), intervalMs, logger, onUpdate });
+ *   s.start();  ...  s.ranks / s.stale / s.errors / s.unsupported  ...  s.stop();
  *
  * Behaviour:
  * - One scrape at a time: the next one is scheduled only after the previous settled, at
@@ -15,16 +17,27 @@
  *   inspection, but `stale` tells consumers not to trust them.
  * - Logs and onUpdate: one log per state change (fresh -> stale, stale -> fresh), never per
  *   failure. onUpdate is called on a state change and whenever a good scrape changes the values.
+ * - A reader that throws {@link LoadSourceUnsupportedError} (the engine answered that it has no
+ *   such source, e.g. UNIMPLEMENTED) stops the polling for good: `unsupported` and `stale` are
+ *   true, one warning is logged, onUpdate runs once.
  */
 import type { Logger } from '../../platform/log.js';
 import { DEFAULT_ENGINE_METRICS_FORMAT } from '../config/sidecar-config.js';
 import type { EngineMetricsFormatOption } from '../../protocol/engine/metrics-formats.js';
-import { parseEngineMetrics, type ScrapedLoad } from './engine-metrics-reader.js';
+import { parseEngineMetrics, type EngineMetricsResult, type ScrapedLoad } from './engine-metrics-reader.js';
 
 export type FetchText = (url: string, signal: AbortSignal) => Promise<string>;
 
+/** One read of the engine's load; throws ScrapeError (or anything) for a failed read. */
+export type LoadRead = (signal: AbortSignal) => Promise<Pick<EngineMetricsResult, 'ranks' | 'problems'>>;
+
 export interface EngineScraperOptions {
+  /** The metrics URL; with `read`, only a name for logs. */
   url: string;
+  /** Replaces the scrape of `url`; `format` and `fetchText` are then unused. */
+  read?: LoadRead;
+  /** What `read` reads, for metrics; default 'scrape'. */
+  source?: 'scrape' | 'getloads';
   /** --scrape-interval-ms. */
   intervalMs: number;
   timeoutMs?: number;
@@ -40,6 +53,11 @@ export interface EngineScraperOptions {
 /** A scrape that produced no usable KV numbers; `message` is what gets logged. */
 export class ScrapeError extends Error {
   override readonly name = 'ScrapeError';
+}
+
+/** The engine has no such load source (it answered UNIMPLEMENTED): polling stops. */
+export class LoadSourceUnsupportedError extends Error {
+  override readonly name = 'LoadSourceUnsupportedError';
 }
 
 const MAX_BODY_BYTES = 16 * 1024 * 1024;
@@ -60,15 +78,15 @@ export const defaultFetchText: FetchText = async (url, signal) => {
 
 export class EngineScraper {
   readonly url: string;
+  readonly source: 'scrape' | 'getloads';
   private readonly intervalMs: number;
   private readonly timeoutMs: number;
-  private readonly format: EngineMetricsFormatOption;
+  private readonly read: LoadRead;
   private readonly logger: Logger;
   private readonly onUpdate: () => void;
-  private readonly fetchText: FetchText;
   private readonly now: () => number;
 
-  private state: 'unknown' | 'fresh' | 'stale' = 'unknown';
+  private state: 'unknown' | 'fresh' | 'stale' | 'unsupported' = 'unknown';
   private latest: ReadonlyMap<number, ScrapedLoad> = new Map();
   private latestKey = '';
   private timer: NodeJS.Timeout | undefined;
@@ -82,13 +100,20 @@ export class EngineScraper {
 
   constructor(options: EngineScraperOptions) {
     this.url = options.url;
+    this.source = options.source ?? 'scrape';
     this.intervalMs = options.intervalMs;
     this.timeoutMs = options.timeoutMs ?? Math.min(5000, Math.max(1000, Math.floor(this.intervalMs * 0.8)));
-    this.format = options.format ?? DEFAULT_ENGINE_METRICS_FORMAT;
+    const format = options.format ?? DEFAULT_ENGINE_METRICS_FORMAT;
+    const fetchText = options.fetchText ?? defaultFetchText;
+    this.read = options.read ?? (async (signal) => parseEngineMetrics(await fetchText(this.url, signal), format));
     this.logger = options.logger;
     this.onUpdate = options.onUpdate ?? (() => {});
-    this.fetchText = options.fetchText ?? defaultFetchText;
     this.now = options.now ?? Date.now;
+  }
+
+  /** The engine said it has no such source; nothing more is asked. */
+  get unsupported(): boolean {
+    return this.state === 'unsupported';
   }
 
   /** True until the first good scrape and after any failed one. */
@@ -106,7 +131,7 @@ export class EngineScraper {
   }
 
   start(): void {
-    if (this.running) return;
+    if (this.running || this.state === 'unsupported') return;
     this.running = true;
     this.schedule(0);
   }
@@ -124,14 +149,14 @@ export class EngineScraper {
     this.inFlight = controller;
     const signal = AbortSignal.any([controller.signal, AbortSignal.timeout(this.timeoutMs)]);
     try {
-      const text = await this.fetchText(this.url, signal);
-      const result = parseEngineMetrics(text, this.format);
+      const result = await this.read(signal);
       this.lastProblems = result.problems;
       const usable = [...result.ranks.values()].some((r) => r.kvUsedBlocks !== undefined || r.kvUsagePerc !== undefined);
       if (!usable) throw new ScrapeError(result.problems[result.problems.length - 1] ?? 'no KV-cache numbers in the metrics');
       this.succeeded(result.ranks);
     } catch (err) {
       if (controller.signal.aborted) return; // stopped: neither an error nor a state change
+      if (err instanceof LoadSourceUnsupportedError) return this.unsupportedSource(err.message);
       this.failed(signal.aborted ? `timed out after ${this.timeoutMs} ms` : describe(err));
     } finally {
       if (this.inFlight === controller) this.inFlight = undefined;
@@ -159,6 +184,14 @@ export class EngineScraper {
     this.state = 'fresh';
     if (!wasFresh) this.logger.info('engine metrics fresh', { url: this.url, ranks: ranks.size, problems: this.lastProblems.slice(0, 5) });
     if (changed || !wasFresh) this.onUpdate();
+  }
+
+  private unsupportedSource(reason: string): void {
+    this.stop();
+    this.state = 'unsupported';
+    this.lastError = reason;
+    this.logger.warn('engine load source unsupported; KV usage unknown (kv_used_blocks null)', { source: this.url, reason });
+    this.onUpdate();
   }
 
   private failed(reason: string): void {

@@ -7,8 +7,11 @@
  * Always:      dynamo_component_total_blocks{dp_rank}, dynamo_component_gpu_cache_usage_percent{dp_rank}
  *              (Dynamo's names; the latter is a 0..1 ratio like vLLM's *_perc, from the fresh
  *              scrape's kv_used/kv_total, absent when unknown).
+ *              dynamo_sidecar_engine_load_source{source} = 1 for the KV source in use
+ *              (scrape, getloads, traffic = none; see load-reporting.ts).
  * With scraper: dynamo_sidecar_engine_scrape_errors_total, dynamo_sidecar_engine_scrape_stale,
- *              dynamo_sidecar_engine_kv_usage_ratio{dp_rank} (last scraped value).
+ *              dynamo_sidecar_engine_kv_usage_ratio{dp_rank} (last scraped value); the
+ *              "scraper" is whichever KV source polls the engine (/metrics or GetLoads).
  * With publisher: dynamo_sidecar_load_events_published_total (confirmed by the server),
  *              dynamo_sidecar_load_publish_failures_total, dynamo_sidecar_nats_connected (0 while
  *              disconnected or stalled; see publisher.ts for the liveness rules),
@@ -25,7 +28,9 @@ export interface LoadView {
   peek(): LoadEvent[];
 }
 export interface ScrapeView {
+  readonly source: 'scrape' | 'getloads';
   readonly errors: number;
+  readonly unsupported: boolean;
   readonly stale: boolean;
   readonly ranks: ReadonlyMap<number, ScrapedLoad>;
 }
@@ -44,8 +49,18 @@ export interface WatchView {
 export function registerLoadMetrics(registry: Registry, tracker: LoadView, scraper?: ScrapeView, publisher?: PublishView, watch?: WatchView): void {
   const registers = [registry];
   new Gauge({
+    name: 'dynamo_sidecar_engine_load_source',
+    help: 'The source of kv_used_blocks/kv_total_blocks in use (value 1): scrape (engine /metrics), getloads (engine GetLoads RPC) or traffic (none).',
+    labelNames: ['source'],
+    registers,
+    collect() {
+      this.reset();
+      this.set({ source: scraper === undefined || scraper.unsupported ? 'traffic' : scraper.source }, 1);
+    },
+  });
+  new Gauge({
     name: 'dynamo_component_total_blocks',
-    help: 'KV-cache blocks available per dp rank (engine scrape, else --kv-total-blocks).',
+    help: 'KV-cache blocks available per dp rank (engine scrape or GetLoads, else --kv-total-blocks).',
     labelNames: ['dp_rank'],
     registers,
     collect() {
@@ -69,12 +84,12 @@ export function registerLoadMetrics(registry: Registry, tracker: LoadView, scrap
     mirrorCounter(
       registry,
       'dynamo_sidecar_engine_scrape_errors_total',
-      'Engine /metrics scrapes that failed, timed out or had no KV numbers.',
+      'Reads of the engine load (/metrics scrape or GetLoads) that failed, timed out or had no KV numbers.',
       () => scraper.errors,
     );
     new Gauge({
       name: 'dynamo_sidecar_engine_scrape_stale',
-      help: '1 while the engine metrics are stale (no good scrape yet, or the last one failed).',
+      help: '1 while the engine load is stale (no good read yet, the last one failed, or the engine has no such source).',
       registers,
       collect() {
         this.set(scraper.stale ? 1 : 0);

@@ -1,9 +1,20 @@
 /**
- * Load reporting, composed from one LoadConfig: the tracker, its sources (engine scrape,
- * Generate traffic accounting, static flags, the served model from the flag or the engine's
- * GetModelInfo), the two ways out (NATS publisher, WorkerLoad/Watch push on the ingress port)
- * and their metrics. The proxy sees only the small surface below; none of it ever waits on the
- * network.
+ * Load reporting, composed from one LoadConfig: the tracker, its sources (the engine's KV
+ * load, Generate traffic accounting, static flags, the served model from the flag or the
+ * engine's GetModelInfo), the two ways out (NATS publisher, WorkerLoad/Watch push on the
+ * ingress port) and their metrics. The proxy sees only the small surface below; none of it
+ * ever waits on the network.
+ *
+ * Sources and their precedence (docs/architecture.md, "Where the load comes from"):
+ * - active_decode_blocks, active_prefill_tokens: always the Generate traffic, never an engine
+ *   report (they are the router's view of work in flight, as in Dynamo).
+ * - kv_used_blocks, kv_total_blocks: exactly one KV source, fixed at startup by
+ *   --engine-load-source (`kvSource` below): the engine's /metrics (scrape), its GetLoads RPC
+ *   (getloads), or none (traffic). `auto` takes scrape when a metrics URL is known, else
+ *   GetLoads, and GetLoads answered UNIMPLEMENTED leaves it at none. Two sources are never
+ *   mixed, so two numbers for one field can never alternate (Dynamo issue 7753).
+ * - kv_total_blocks falls back to --kv-total-blocks when the source gives none; kv_used_blocks
+ *   is null whenever the source is stale or absent.
  */
 import { hostname } from 'node:os';
 import type { Registry } from 'prom-client';
@@ -13,6 +24,7 @@ import type { Logger } from '../../platform/log.js';
 import type { TrafficTap } from '../proxy/call-context.js';
 import type { IncomingHttpHeaders } from 'node:http2';
 import { EngineScraper } from './engine-scraper.js';
+import { getLoadsPath, getLoadsReader } from './engine-get-loads.js';
 import { mirrorCounter, registerLoadMetrics } from './load-metrics.js';
 import { LoadTracker } from './load-tracker.js';
 import { type LoadEvent } from '../../protocol/load-event.js';
@@ -36,8 +48,12 @@ export interface LoadReportingDeps {
   readonly logger: Logger;
 }
 
+/** The KV source actually in use ('traffic': none). */
+export type KvSource = 'scrape' | 'getloads' | 'traffic';
+
 export class LoadReporting {
   readonly tracker: LoadTracker;
+  readonly kvSource: KvSource;
   readonly subject: string;
   private readonly accounting: TrafficAccounting;
   private readonly scraper: EngineScraper | undefined;
@@ -60,19 +76,38 @@ export class LoadReporting {
       heartbeatMs: config.loadHeartbeatMs,
       model: config.servedModelName,
     });
-    this.accounting = new TrafficAccounting(this.tracker, config.dataParallelSize);
+    this.accounting = new TrafficAccounting(this.tracker, config.dataParallelSize, config.generateWire);
     this.syncAdmission();
 
     const metricsUrl = config.engineMetricsUrl ?? deps.defaultEngineMetricsUrl;
-    if (metricsUrl) {
-      const scraper: EngineScraper = new EngineScraper({
+    const source = config.engineLoadSource;
+    this.kvSource = source === 'auto' ? (metricsUrl ? 'scrape' : 'getloads') : source;
+    const onUpdate = (): void => this.tracker.applyScrape(this.scraper!.ranks, this.scraper!.stale);
+    if (this.kvSource === 'scrape' && metricsUrl) {
+      this.scraper = new EngineScraper({
         url: metricsUrl,
         intervalMs: config.scrapeIntervalMs,
         format: config.engineMetricsFormat,
         logger: logger.child({ component: 'engine-scrape' }),
-        onUpdate: () => this.tracker.applyScrape(scraper.ranks, scraper.stale),
+        onUpdate,
       });
-      this.scraper = scraper;
+    } else if (this.kvSource === 'getloads') {
+      const timeoutMs = Math.min(5000, Math.max(1000, Math.floor(config.scrapeIntervalMs * 0.8)));
+      this.scraper = new EngineScraper({
+        url: getLoadsPath(config.generateWire),
+        source: 'getloads',
+        read: getLoadsReader({
+          open: (headers) => deps.engine.request(headers),
+          wire: config.generateWire,
+          kvBlockSize: config.kvBlockSize,
+          kvTotalBlocks: config.kvTotalBlocks,
+          timeoutMs,
+        }),
+        intervalMs: config.scrapeIntervalMs,
+        timeoutMs,
+        logger: logger.child({ component: 'engine-get-loads' }),
+        onUpdate,
+      });
     }
     if (config.natsServers) {
       this.publisher = new LoadPublisher({
@@ -88,6 +123,7 @@ export class LoadReporting {
     if (config.servedModelName === undefined) {
       this.modelProbe = new ModelInfoProbe({
         engine: deps.engine,
+        wire: config.generateWire,
         onModel: (name) => this.tracker.setModel(name),
         logger: logger.child({ component: 'model-info' }),
       });
@@ -99,6 +135,12 @@ export class LoadReporting {
       'dynamo_sidecar_generate_unparsed_messages_total',
       'Generate messages the traffic accounting could not decode (compressed, oversized, malformed); the calls were forwarded untouched.',
       () => this.accounting.unparsedMessages,
+    );
+    mirrorCounter(
+      deps.registry,
+      'dynamo_sidecar_invalid_dp_rank_total',
+      'Generate calls whose dp rank (request field or header) is not a rank of this worker; counted on rank 0.',
+      () => this.accounting.invalidRanks,
     );
   }
 

@@ -1,7 +1,9 @@
 /**
  * Learns the served model (the `model` of load events) from the engine when no
- * --served-model-name is given: vllm.grpc.engine.VllmEngine/GetModelInfo, whose model_path is
- * the name (the simulated engine answers it with its --model-name).
+ * --served-model-name is given: GetModelInfo of the --generate-wire service (vLLM's
+ * vllm.grpc.engine.VllmEngine or SGLang's sglang.grpc.scheduler.SglangScheduler, whose
+ * responses number served_model_name 6 and model_path 1 alike). served_model_name is the name
+ * clients use; model_path (the weights' path or hub id) stands in when it is empty.
  *
  *   const probe = new ModelInfoProbe({ engine: upstreamPool, onModel: (name) => tracker.setModel(name), logger });
  *   probe.start();  ...  probe.stop();
@@ -12,8 +14,8 @@
  *   connection lost, no answer) is retried `retryMs` later, or as soon as the engine is reachable
  *   again if it is not then. The first failure is logged once, not every attempt; the answer,
  *   when it comes, is logged once.
- * - Asking stops for good at the first answer: a model name; an empty model_path; or
- *   UNIMPLEMENTED (an engine without this vLLM service, e.g. SGLang). In the last two cases
+ * - Asking stops for good at the first answer: a model name; an answer with neither name; or
+ *   UNIMPLEMENTED (an engine without this service). In the last two cases
  *   the model stays null and one warning says to pass --served-model-name.
  */
 import { join } from 'node:path';
@@ -24,8 +26,12 @@ import { GrpcStatus, statusName } from '../../protocol/grpc/status.js';
 import { unaryCall, type OpenStream, type UnaryOutcome } from '../../protocol/grpc/unary-call.js';
 import type { Logger } from '../../platform/log.js';
 import { PROTO_DIR } from '../../protocol/proto-path.js';
+import { enginePath, type GenerateWire } from '../../protocol/engine/generate-wire.js';
 
-export const GET_MODEL_INFO_PATH = '/vllm.grpc.engine.VllmEngine/GetModelInfo';
+interface ModelInfoFields {
+  model_path?: string;
+  served_model_name?: string;
+}
 
 /** What the probe needs of the engine connection (UpstreamPool). */
 export interface ModelInfoEngine {
@@ -36,6 +42,8 @@ export interface ModelInfoEngine {
 
 export interface ModelInfoProbeOptions {
   readonly engine: ModelInfoEngine;
+  /** Which engine service to ask; default vllm. */
+  readonly wire?: GenerateWire;
   /** Called once, with a non-empty name. */
   readonly onModel: (name: string) => void;
   readonly logger: Logger;
@@ -52,13 +60,15 @@ export class ModelInfoProbe {
   private retryTimer: NodeJS.Timeout | undefined;
   private unsubscribe: (() => void) | undefined;
   private inFlight: AbortController | undefined;
-  private readonly response: MessageTypeDefinition<object, { model_path?: string }>;
+  private readonly response: MessageTypeDefinition<object, ModelInfoFields>;
+  private readonly path: string;
   private readonly timeoutMs: number;
   private readonly retryMs: number;
 
   constructor(private readonly options: ModelInfoProbeOptions) {
     const definition = loadSync(join(PROTO_DIR, 'vllm/vllm_engine.proto'), { keepCase: true, defaults: true });
-    this.response = definition['vllm.grpc.engine.GetModelInfoResponse'] as MessageTypeDefinition<object, { model_path?: string }>;
+    this.response = definition['vllm.grpc.engine.GetModelInfoResponse'] as MessageTypeDefinition<object, ModelInfoFields>;
+    this.path = enginePath(options.wire ?? 'vllm', 'GetModelInfo');
     this.timeoutMs = options.timeoutMs ?? MODEL_INFO_TIMEOUT_MS;
     this.retryMs = options.retryMs ?? MODEL_INFO_RETRY_MS;
   }
@@ -99,7 +109,7 @@ export class ModelInfoProbe {
     const controller = new AbortController();
     this.inFlight = controller;
     const open: OpenStream = (headers) => this.options.engine.request(headers);
-    void unaryCall(open, GET_MODEL_INFO_PATH, new Uint8Array(0), { timeoutMs: this.timeoutMs, signal: controller.signal }).then((outcome) => {
+    void unaryCall(open, this.path, new Uint8Array(0), { timeoutMs: this.timeoutMs, signal: controller.signal }).then((outcome) => {
       this.inFlight = undefined;
       if (this.state === 'asking') this.settle(outcome);
     });
@@ -109,19 +119,20 @@ export class ModelInfoProbe {
     const log = this.options.logger;
     if (outcome.status === GrpcStatus.UNIMPLEMENTED) {
       this.finish();
-      log.warn('the engine does not implement GetModelInfo: model unknown (null in load events); pass --served-model-name', { path: GET_MODEL_INFO_PATH });
+      log.warn('the engine does not implement GetModelInfo: model unknown (null in load events); pass --served-model-name', { path: this.path });
       return;
     }
     if (outcome.status === GrpcStatus.OK) {
       let name: string | undefined;
       try {
-        name = (this.response.deserialize(outcome.body ?? Buffer.alloc(0)).model_path ?? '').trim();
+        const info = this.response.deserialize(outcome.body ?? Buffer.alloc(0));
+        name = (info.served_model_name ?? '').trim() || (info.model_path ?? '').trim();
       } catch (err) {
         return this.failed({ status: GrpcStatus.INTERNAL, message: `undecodable GetModelInfoResponse: ${(err as Error).message}` });
       }
       this.finish();
       if (name === '') {
-        log.warn('the engine answered GetModelInfo without a model_path: model unknown (null in load events); pass --served-model-name', {
+        log.warn('the engine answered GetModelInfo without served_model_name or model_path: model unknown (null in load events); pass --served-model-name', {
           attempts: this.attempts,
         });
         return;

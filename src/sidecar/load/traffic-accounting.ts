@@ -3,39 +3,60 @@
  * through to tell the LoadTracker a call's prompt size and its output so far. The proxy forwards
  * first and taps after, and anything that does not decode is counted and left alone: the call
  * itself is never touched.
+ *
+ * Which calls and how: only `/<engine service>/Generate` of the configured --generate-wire
+ * layout (vllm, vllm-legacy or sglang; never guessed from the bytes), decoded with that layout.
+ *
+ * A call's dp rank, in this order: the rank the request itself pins (vLLM
+ * `data_parallel_rank` 9, SGLang 16), since that is what the engine obeys; else the
+ * `x-data-parallel-rank` header (Dynamo's sidecars), else our older `x-dynamo-dp-rank`; else 0.
+ * A rank that is not one of this worker's ranks (header or field) counts in
+ * `invalidRanks` and the call goes on rank 0.
  */
 import type { IncomingHttpHeaders } from 'node:http2';
 import type { TrafficTap } from '../proxy/call-context.js';
-import { decodeGenerateRequest, decodeGenerateResponse, generateFlavorForPath, type GenerateFlavor } from '../../protocol/engine/generate-wire.js';
+import { decodeGenerateRequest, decodeGenerateResponse, enginePath, type GenerateRequestInfo, type GenerateWire } from '../../protocol/engine/generate-wire.js';
 import { GrpcFrameReader } from '../../protocol/grpc/grpc-frames.js';
 import { parseDpRankHeader, type CallLoad, type LoadTracker } from './load-tracker.js';
-import { DP_RANK_HEADER } from '../../protocol/load-event.js';
+import { DP_RANK_HEADER, LEGACY_DP_RANK_HEADER } from '../../protocol/load-event.js';
 
 export class TrafficAccounting {
   /** Messages seen on Generate calls that could not be decoded (compressed, oversized, malformed). */
   unparsedMessages = 0;
-  /** Calls whose dp-rank header was not a rank of this worker (counted on rank 0). */
-  invalidRankHeaders = 0;
+  /** Calls whose dp-rank header or field was not a rank of this worker (counted on rank 0). */
+  invalidRanks = 0;
   /** Output tokens seen on all Generate calls, for tokens/s. */
   outputTokens = 0;
+
+  private readonly generatePath: string;
 
   constructor(
     private readonly tracker: LoadTracker,
     private readonly dataParallelSize: number,
-  ) {}
+    readonly wire: GenerateWire,
+  ) {
+    this.generatePath = enginePath(wire, 'Generate');
+  }
 
-  /** A tap for Generate calls; undefined (no cost) for every other method. */
+  /** A tap for the engine's Generate calls; undefined (no cost) for every other method. */
   tap(headers: IncomingHttpHeaders): TrafficTap | undefined {
-    const flavor = generateFlavorForPath(headers[':path'] ?? '');
-    if (!flavor) return undefined;
-    const { rank, valid } = parseDpRankHeader(headers[DP_RANK_HEADER], this.dataParallelSize);
-    if (!valid) this.invalidRankHeaders++;
-    return new GenerateCallTap(this, flavor, rank);
+    if (headers[':path'] !== this.generatePath) return undefined;
+    const header = headers[DP_RANK_HEADER] ?? headers[LEGACY_DP_RANK_HEADER];
+    const { rank, valid } = parseDpRankHeader(header, this.dataParallelSize);
+    // An invalid header is counted only if the request does not pin a rank itself (startCall).
+    return new GenerateCallTap(this, rank, valid);
   }
 
   /** @internal for GenerateCallTap */
-  startCall(rank: number, promptTokens: number, maxTokens: number | undefined): CallLoad {
-    return this.tracker.callStarted(rank, promptTokens, maxTokens);
+  startCall(headerRank: number, headerValid: boolean, info: GenerateRequestInfo): CallLoad {
+    let rank = headerRank;
+    let valid = headerValid;
+    if (info.dataParallelRank !== undefined) {
+      valid = info.dataParallelRank < this.dataParallelSize;
+      rank = valid ? info.dataParallelRank : 0;
+    }
+    if (!valid) this.invalidRanks++;
+    return this.tracker.callStarted(rank, info.promptTokens, info.maxTokens);
   }
 }
 
@@ -48,21 +69,21 @@ class GenerateCallTap implements TrafficTap {
 
   constructor(
     private readonly accounting: TrafficAccounting,
-    private readonly flavor: GenerateFlavor,
-    private readonly rank: number,
+    private readonly headerRank: number,
+    private readonly headerValid: boolean,
   ) {}
 
   request(chunk: Buffer): void {
     // Only the first request message matters (Generate is server-streaming).
     if (this.load || this.ended) return;
     for (const frame of this.requestFrames.push(chunk)) {
-      const info = frame.kind === 'message' ? decodeGenerateRequest(frame.payload, this.flavor) : undefined;
+      const info = frame.kind === 'message' ? decodeGenerateRequest(frame.payload, this.accounting.wire) : undefined;
       if (!info) {
         this.accounting.unparsedMessages++;
         this.ended = true; // cannot account this call; stop looking at it
         return;
       }
-      this.load = this.accounting.startCall(this.rank, info.promptTokens, info.maxTokens);
+      this.load = this.accounting.startCall(this.headerRank, this.headerValid, info);
       this.responseFrames = new GrpcFrameReader();
       return;
     }
@@ -71,7 +92,7 @@ class GenerateCallTap implements TrafficTap {
   response(chunk: Buffer): void {
     if (!this.load || this.ended) return;
     for (const frame of this.responseFrames!.push(chunk)) {
-      const info = frame.kind === 'message' ? decodeGenerateResponse(frame.payload) : undefined;
+      const info = frame.kind === 'message' ? decodeGenerateResponse(frame.payload, this.accounting.wire) : undefined;
       if (!info) {
         this.accounting.unparsedMessages++;
         continue;

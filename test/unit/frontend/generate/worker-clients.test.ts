@@ -14,9 +14,9 @@ beforeAll(async () => {
   server = new grpc.Server();
   server.addService(vllmEngineService().service, {
     Generate(call: grpc.ServerWritableStream<GenerateRequestMessage, unknown>) {
-      seen.push({ rank: call.metadata.get('x-dynamo-dp-rank')[0], request: call.request });
+      seen.push({ rank: call.metadata.get('x-data-parallel-rank')[0], request: call.request });
       if (call.request.request_id === 'hold') return; // never answers
-      call.write({ request_id: call.request.request_id, complete: { output_ids: [1], finish_reason: 'stop' } });
+      call.write({ complete: { output_ids: [1], finish_reason: 'stop' } });
       call.end();
     },
   });
@@ -39,13 +39,13 @@ function finish(call: GenerateCall): Promise<{ messages: unknown[]; status: Call
 const request = (id: string): GenerateRequestMessage => ({ request_id: id, tokenized: { original_text: '', input_ids: [1, 2] }, stream: true });
 
 describe('GrpcWorkerClients', () => {
-  it("sends the target's dp rank as x-dynamo-dp-rank and the request as given", async () => {
+  it("sends the target's dp rank as data_parallel_rank and x-data-parallel-rank, and the request as given", async () => {
     const clients = new GrpcWorkerClients();
     try {
       const out = await finish(clients.generate(target('1', address, 3), request('a')));
       expect(out.status.code).toBe(GrpcStatus.OK);
       expect(out.messages).toHaveLength(1);
-      expect(seen.at(-1)).toMatchObject({ rank: '3', request: { request_id: 'a', tokenized: { input_ids: [1, 2] } } });
+      expect(seen.at(-1)).toMatchObject({ rank: '3', request: { request_id: 'a', tokenized: { input_ids: [1, 2] }, data_parallel_rank: 3 } });
     } finally {
       clients.close();
     }

@@ -1,75 +1,93 @@
-import protobuf from 'protobufjs';
+// Every message here is written byte by byte from the field numbers of the upstream protos
+// (SMG's vllm_engine.proto and sglang_scheduler.proto, and the pre-2026 vLLM layout), never
+// produced by this project's .proto files, so the decoder is checked against the wire facts
+// themselves (docs/wire-facts.md, "Generate layouts").
 import { describe, expect, it } from 'vitest';
-import {
-  decodeGenerateRequest,
-  decodeGenerateResponse,
-  estimateTextTokens,
-  generateFlavorForPath,
-  GenerateWireDecoder,
-} from '../../../../src/protocol/engine/generate-wire.js';
+import { decodeGenerateRequest, decodeGenerateResponse, enginePath, estimateTextTokens } from '../../../../src/protocol/engine/generate-wire.js';
 
-// Subsets of the engines' protos, written for this test: only the shapes the decoder relies on,
-// plus unrelated fields around them so skipping is exercised.
-const root = protobuf.parse(`
-syntax = "proto3";
-package t;
-message TokenizedInput { string original_text = 1; repeated uint32 input_ids = 2; }
-message TokenizedInputUnpacked { string original_text = 1; repeated uint32 input_ids = 2 [packed = false]; }
-message SamplingParams { float temperature = 1; repeated string stop = 9; optional uint32 max_tokens = 8; uint32 n = 15; }
-message VllmRequest { string request_id = 1; oneof input { TokenizedInput tokenized = 2; string text = 3; } SamplingParams sampling_params = 4; bool stream = 5; }
-message VllmRequestUnpacked { string request_id = 1; TokenizedInputUnpacked tokenized = 2; SamplingParams sampling_params = 4; }
-message MultimodalInputs { repeated string image_urls = 1; }
-message SglangSampling { float temperature = 1; optional int32 max_new_tokens = 8; }
-message SglangRequest { string request_id = 1; TokenizedInput tokenized = 2; MultimodalInputs mm_inputs = 3; SglangSampling sampling_params = 4; int32 data_parallel_rank = 16; }
-message Chunk { repeated uint32 token_ids = 1; uint32 prompt_tokens = 2; uint32 completion_tokens = 3; uint32 cached_tokens = 4; }
-message Complete { repeated uint32 output_ids = 1; string finish_reason = 2; uint32 prompt_tokens = 3; uint32 completion_tokens = 4; }
-message Error { string message = 1; string http_status_code = 2; }
-message Response { string request_id = 1; oneof response { Chunk chunk = 2; Complete complete = 3; Error error = 4; } }
-`).root;
+const VARINT = 0;
+const I32 = 5;
+const LEN = 2;
 
-const enc = (type: string, value: object): Uint8Array => {
-  const t = root.lookupType(`t.${type}`);
-  return t.encode(t.fromObject(value)).finish();
+function varint(value: number | bigint): number[] {
+  let v = BigInt.asUintN(64, BigInt(value)); // negative int32 is sign-extended to 10 bytes on the wire
+  const out: number[] = [];
+  do {
+    const low = Number(v & 0x7fn);
+    v >>= 7n;
+    out.push(v > 0n ? low | 0x80 : low);
+  } while (v > 0n);
+  return out;
+}
+const tag = (field: number, wire: number): number[] => varint((field << 3) | wire);
+const num = (field: number, value: number | bigint): number[] => [...tag(field, VARINT), ...varint(value)];
+const bytes = (field: number, body: number[]): number[] => [...tag(field, LEN), ...varint(body.length), ...body];
+const str = (field: number, text: string): number[] => bytes(field, [...Buffer.from(text, 'utf8')]);
+const packed = (field: number, values: number[]): number[] =>
+  bytes(
+    field,
+    values.flatMap((v) => varint(v)),
+  );
+const unpacked = (field: number, values: number[]): number[] => values.flatMap((v) => num(field, v));
+const float = (field: number, value: number): number[] => {
+  const b = Buffer.alloc(4);
+  b.writeFloatLE(value);
+  return [...tag(field, I32), ...b];
 };
+const msg = (...parts: number[][]): Uint8Array => Uint8Array.from(parts.flat());
 
 const ids = (n: number, start = 1): number[] => Array.from({ length: n }, (_, i) => start + i * 1000);
 
 describe('decodeGenerateRequest', () => {
-  it('counts packed input_ids and reads max_tokens (vLLM)', () => {
-    const bytes = enc('VllmRequest', {
-      requestId: 'r1',
-      tokenized: { originalText: 'hi', inputIds: ids(37) },
-      samplingParams: { temperature: 0.5, stop: ['x'], maxTokens: 128, n: 1 },
-      stream: true,
-    });
-    expect(decodeGenerateRequest(bytes, 'vllm')).toEqual({ promptTokens: 37, maxTokens: 128, promptEstimated: false });
+  it('vLLM: counts packed input_ids, reads max_tokens (8 in sampling_params 4) and data_parallel_rank 9', () => {
+    const request = msg(
+      str(1, 'req-1'),
+      bytes(2, [...str(1, 'hi'), ...packed(2, ids(37))]),
+      bytes(4, [...float(1, 0.5), ...str(10, 'x'), ...num(8, 128), ...num(15, 1)]),
+      num(5, 1),
+      num(9, 1),
+    );
+    expect(decodeGenerateRequest(request, 'vllm')).toEqual({ promptTokens: 37, maxTokens: 128, promptEstimated: false, dataParallelRank: 1 });
+  });
+
+  it('vLLM: a rank of 0 set explicitly is a pin (proto3 optional), a negative one is not', () => {
+    const prompt = bytes(2, packed(2, ids(3)));
+    expect(decodeGenerateRequest(msg(prompt, num(9, 0)), 'vllm')?.dataParallelRank).toBe(0);
+    expect(decodeGenerateRequest(msg(prompt, num(9, -1)), 'vllm')).toEqual({ promptTokens: 3, promptEstimated: false });
+    expect(decodeGenerateRequest(msg(prompt), 'vllm')).toEqual({ promptTokens: 3, promptEstimated: false });
   });
 
   it('counts unpacked input_ids the same', () => {
-    const bytes = enc('VllmRequestUnpacked', { requestId: 'r1', tokenized: { inputIds: ids(5, 300000) }, samplingParams: { maxTokens: 9 } });
-    expect(decodeGenerateRequest(bytes, 'vllm')).toEqual({ promptTokens: 5, maxTokens: 9, promptEstimated: false });
+    const request = msg(str(1, 'r'), bytes(2, unpacked(2, ids(5, 300000))), bytes(4, num(8, 9)));
+    expect(decodeGenerateRequest(request, 'vllm')).toEqual({ promptTokens: 5, maxTokens: 9, promptEstimated: false });
   });
 
-  it('estimates a text prompt by words and leaves maxTokens out when unset', () => {
-    const bytes = enc('VllmRequest', { requestId: 'r', text: '  The quick\tbrown\n fox  ', samplingParams: { temperature: 1 } });
-    expect(decodeGenerateRequest(bytes, 'vllm')).toEqual({ promptTokens: 4, promptEstimated: true });
-    expect(decodeGenerateRequest(bytes, 'vllm', (t) => t.length)?.promptTokens).toBe(24);
+  it('estimates a text prompt (field 3) by words and leaves maxTokens out when unset', () => {
+    const request = msg(str(1, 'r'), str(3, '  The quick\tbrown\n fox  '), bytes(4, float(1, 1)));
+    expect(decodeGenerateRequest(request, 'vllm')).toEqual({ promptTokens: 4, promptEstimated: true });
+    expect(decodeGenerateRequest(request, 'vllm-legacy')).toEqual({ promptTokens: 4, promptEstimated: true });
+    expect(decodeGenerateRequest(request, 'vllm', (t) => t.length)?.promptTokens).toBe(24);
   });
 
-  it('reads SGLang max_new_tokens and does not mistake mm_inputs for text', () => {
-    const bytes = enc('SglangRequest', {
-      requestId: 's',
-      tokenized: { inputIds: ids(3) },
-      mmInputs: { imageUrls: ['a b c d e'] },
-      samplingParams: { maxNewTokens: 64 },
-      dataParallelRank: 1,
-    });
-    expect(decodeGenerateRequest(bytes, 'sglang')).toEqual({ promptTokens: 3, maxTokens: 64, promptEstimated: false });
+  it('SGLang: reads max_new_tokens, data_parallel_rank 16, and does not take mm_inputs (3) for text', () => {
+    const request = msg(
+      str(1, 's'),
+      bytes(2, packed(2, ids(3))),
+      bytes(3, str(1, 'a b c d e')),
+      bytes(4, [...float(1, 0.7), ...num(8, 64)]),
+      num(16, 1),
+      num(17, 1),
+    );
+    expect(decodeGenerateRequest(request, 'sglang')).toEqual({ promptTokens: 3, maxTokens: 64, promptEstimated: false, dataParallelRank: 1 });
+    // SGLang's rank has no presence: 0 is never on the wire and -1 means "scheduler picks".
+    expect(decodeGenerateRequest(msg(bytes(2, packed(2, ids(3))), num(16, -1)), 'sglang')?.dataParallelRank).toBeUndefined();
+    // Field 9 is return_hidden_states (a bool) in SGLang, not a rank.
+    expect(decodeGenerateRequest(msg(bytes(2, packed(2, ids(3))), num(9, 1)), 'sglang')?.dataParallelRank).toBeUndefined();
   });
 
   it('returns undefined for a request without a prompt, truncated bytes or garbage', () => {
-    const good = enc('VllmRequest', { requestId: 'r', tokenized: { inputIds: ids(10) }, samplingParams: { maxTokens: 5 } });
-    expect(decodeGenerateRequest(enc('VllmRequest', { requestId: 'r' }), 'vllm')).toBeUndefined();
+    const good = msg(str(1, 'r'), bytes(2, packed(2, ids(10))), bytes(4, num(8, 5)));
+    expect(decodeGenerateRequest(msg(str(1, 'r')), 'vllm')).toBeUndefined();
     for (let cut = 1; cut < good.length; cut++) {
       const r = decodeGenerateRequest(good.subarray(0, cut), 'vllm');
       if (r) expect(r.promptTokens).toBeLessThanOrEqual(10); // a cut on a field boundary is a valid shorter message
@@ -81,44 +99,60 @@ describe('decodeGenerateRequest', () => {
   });
 });
 
+// A chunk body: token_ids 1, prompt_tokens 2, completion_tokens 3, cached_tokens 4.
+const chunkBody = (tokenIds: number[], completion?: number): number[] => [
+  ...packed(1, tokenIds),
+  ...num(2, 7),
+  ...(completion ? num(3, completion) : []),
+  ...num(4, 1),
+];
+// A complete body: output_ids 1, finish_reason 2, prompt_tokens 3, completion_tokens 4.
+const completeBody = (outputIds: number[], completion: number): number[] => [...packed(1, outputIds), ...str(2, 'length'), ...num(3, 3), ...num(4, completion)];
+
 describe('decodeGenerateResponse', () => {
-  it('counts chunk token_ids as a delta and surfaces cumulative completion_tokens', () => {
-    expect(decodeGenerateResponse(enc('Response', { requestId: 'r', chunk: { tokenIds: ids(3) } }))).toEqual({ kind: 'chunk', tokens: 3 });
-    expect(
-      decodeGenerateResponse(enc('Response', { requestId: 'r', chunk: { tokenIds: ids(2), promptTokens: 7, completionTokens: 12, cachedTokens: 1 } })),
-    ).toEqual({ kind: 'chunk', tokens: 2, completionTokens: 12 });
+  it('vLLM (current): chunk is field 1, complete field 2, and there is no request_id', () => {
+    expect(decodeGenerateResponse(msg(bytes(1, chunkBody(ids(3)))), 'vllm')).toEqual({ kind: 'chunk', tokens: 3 });
+    expect(decodeGenerateResponse(msg(bytes(1, chunkBody(ids(2), 12))), 'vllm')).toEqual({ kind: 'chunk', tokens: 2, completionTokens: 12 });
+    expect(decodeGenerateResponse(msg(bytes(2, completeBody(ids(20), 20))), 'vllm')).toEqual({ kind: 'complete', tokens: 20, completionTokens: 20 });
   });
 
-  it('reads complete output_ids and completion_tokens from their own field numbers', () => {
-    expect(
-      decodeGenerateResponse(
-        enc('Response', { requestId: 'r', complete: { outputIds: ids(20), finishReason: 'length', promptTokens: 3, completionTokens: 20 } }),
-      ),
-    ).toEqual({ kind: 'complete', tokens: 20, completionTokens: 20 });
+  it('vLLM legacy: request_id 1, chunk 2, complete 3, error 4', () => {
+    expect(decodeGenerateResponse(msg(str(1, 'r'), bytes(2, chunkBody(ids(3)))), 'vllm-legacy')).toEqual({ kind: 'chunk', tokens: 3 });
+    expect(decodeGenerateResponse(msg(str(1, 'r'), bytes(3, completeBody(ids(20), 20))), 'vllm-legacy')).toEqual({
+      kind: 'complete',
+      tokens: 20,
+      completionTokens: 20,
+    });
+    expect(decodeGenerateResponse(msg(str(1, 'r'), bytes(4, [...str(1, 'bad'), ...str(2, '400')])), 'vllm-legacy')).toEqual({ kind: 'error', tokens: 0 });
   });
 
-  it('recognises errors and messages without a known body', () => {
-    expect(decodeGenerateResponse(enc('Response', { requestId: 'r', error: { message: 'bad', httpStatusCode: '400' } }))).toEqual({ kind: 'error', tokens: 0 });
-    expect(decodeGenerateResponse(enc('Response', { requestId: 'r' }))).toEqual({ kind: 'unknown', tokens: 0 });
+  it('SGLang: request_id 1, chunk 2, complete 3; field 4 is reserved, not an error', () => {
+    expect(decodeGenerateResponse(msg(str(1, 'r'), bytes(2, chunkBody(ids(4), 9))), 'sglang')).toEqual({ kind: 'chunk', tokens: 4, completionTokens: 9 });
+    expect(decodeGenerateResponse(msg(str(1, 'r'), bytes(3, completeBody(ids(5), 5))), 'sglang')).toEqual({ kind: 'complete', tokens: 5, completionTokens: 5 });
+    expect(decodeGenerateResponse(msg(str(1, 'r'), bytes(4, str(1, 'x'))), 'sglang')).toEqual({ kind: 'unknown', tokens: 0 });
   });
 
-  it('returns undefined for malformed bytes and the decoder counts them', () => {
-    const d = new GenerateWireDecoder('vllm');
-    const good = enc('Response', { requestId: 'r', chunk: { tokenIds: ids(4) } });
-    expect(d.response(good)).toEqual({ kind: 'chunk', tokens: 4 });
-    expect(d.response(good.subarray(0, good.length - 1))).toBeUndefined();
-    expect(d.response(Uint8Array.from([0x12, 0x03, 0x0a, 0x02, 0x80]))).toBeUndefined(); // truncated varint in packed ids
-    expect(d.request(Uint8Array.from([0xff]))).toBeUndefined();
-    expect(d.stats).toEqual({ requests: 0, responses: 1, malformed: 3 });
+  it('the layouts are not interchangeable: reading one with another miscounts, which is why the layout is configured', () => {
+    const current = msg(bytes(2, completeBody(ids(20), 20))); // current vLLM complete
+    expect(decodeGenerateResponse(current, 'vllm-legacy')).toEqual({ kind: 'chunk', tokens: 20, completionTokens: 3 }); // prompt_tokens read as completion_tokens
+    const legacy = msg(str(1, 'abc'), bytes(2, chunkBody(ids(3)))); // legacy chunk: field 1 is a string
+    expect(decodeGenerateResponse(legacy, 'vllm')?.kind).not.toBe('chunk');
+  });
+
+  it('recognises messages without a known body and rejects malformed bytes', () => {
+    expect(decodeGenerateResponse(msg(), 'vllm')).toEqual({ kind: 'unknown', tokens: 0 });
+    const good = msg(bytes(1, chunkBody(ids(4))));
+    expect(decodeGenerateResponse(good.subarray(0, good.length - 1), 'vllm')).toBeUndefined();
+    expect(decodeGenerateResponse(Uint8Array.from([0x0a, 0x03, 0x0a, 0x02, 0x80]), 'vllm')).toBeUndefined(); // truncated varint in packed ids
+    expect(decodeGenerateResponse(Uint8Array.from([0xff]), 'vllm')).toBeUndefined();
   });
 });
 
 describe('helpers', () => {
-  it('maps only the two Generate paths to a flavor', () => {
-    expect(generateFlavorForPath('/vllm.grpc.engine.VllmEngine/Generate')).toBe('vllm');
-    expect(generateFlavorForPath('/sglang.grpc.scheduler.SglangScheduler/Generate')).toBe('sglang');
-    expect(generateFlavorForPath('/vllm.grpc.engine.VllmEngine/HealthCheck')).toBeUndefined();
-    expect(generateFlavorForPath('toString')).toBeUndefined();
+  it('names each layout service', () => {
+    expect(enginePath('vllm', 'Generate')).toBe('/vllm.grpc.engine.VllmEngine/Generate');
+    expect(enginePath('vllm-legacy', 'Generate')).toBe('/vllm.grpc.engine.VllmEngine/Generate');
+    expect(enginePath('sglang', 'GetLoads')).toBe('/sglang.grpc.scheduler.SglangScheduler/GetLoads');
   });
 
   it('estimates words for text prompts', () => {

@@ -96,3 +96,31 @@ describe('parseSidecarConfig: --advertise-address and --served-model-name', () =
     ]);
   });
 });
+
+describe('parseSidecarConfig: --generate-wire and --engine-load-source', () => {
+  it('defaults to the current vLLM layout and auto, and reads the env twins', () => {
+    expect(parseSidecarConfig({}, {}).load).toMatchObject({ generateWire: 'vllm', engineLoadSource: 'auto' });
+    expect(parseSidecarConfig({}, { DYN_GENERATE_WIRE: 'sglang', DYN_ENGINE_LOAD_SOURCE: 'getloads' }).load).toMatchObject({
+      generateWire: 'sglang',
+      engineLoadSource: 'getloads',
+    });
+    expect(parseSidecarConfig({ generateWire: 'vllm-legacy' }, { DYN_GENERATE_WIRE: 'sglang' }).load.generateWire).toBe('vllm-legacy');
+  });
+
+  it('refuses an unknown layout or source, naming the flag or the variable', () => {
+    expect(problems({ generateWire: 'vllm2' })).toEqual(['--generate-wire must be one of vllm, vllm-legacy, sglang, got "vllm2"']);
+    expect(problems({}, { DYN_ENGINE_LOAD_SOURCE: 'nats' })).toEqual(['DYN_ENGINE_LOAD_SOURCE must be one of scrape, getloads, traffic, auto, got "nats"']);
+  });
+
+  it('scrape needs a metrics URL (except on the embedded engine), and a metrics URL with a source that does not scrape is refused', () => {
+    expect(problems({ engineLoadSource: 'scrape', upstream: '127.0.0.1:8000' })).toEqual([
+      "--engine-load-source: scrape needs the engine's metrics URL (--engine-metrics-url or DYN_ENGINE_METRICS_URL)",
+    ]);
+    expect(problems({ engineLoadSource: 'scrape' })).toEqual([]); // demo mode: the embedded engine's /metrics
+    expect(problems({ engineLoadSource: 'scrape', upstream: '127.0.0.1:8000', engineMetricsUrl: 'http://127.0.0.1:8001/metrics' })).toEqual([]);
+    expect(problems({ engineLoadSource: 'getloads' }, { DYN_ENGINE_METRICS_URL: 'http://127.0.0.1:8001/metrics' })).toEqual([
+      'DYN_ENGINE_METRICS_URL is set but --engine-load-source is "getloads", which does not scrape; remove one',
+    ]);
+    expect(problems({ engineLoadSource: 'traffic', engineMetricsUrl: 'http://e/metrics' })).toHaveLength(1);
+  });
+});

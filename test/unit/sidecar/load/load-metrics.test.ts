@@ -6,12 +6,18 @@ import { LoadTracker } from '../../../../src/sidecar/load/load-tracker.js';
 
 function setup(): {
   registry: Registry;
-  scraper: { errors: number; stale: boolean; ranks: Map<number, { kvUsagePerc?: number }> };
+  scraper: { source: 'scrape' | 'getloads'; errors: number; stale: boolean; unsupported: boolean; ranks: Map<number, { kvUsagePerc?: number }> };
   publisher: { stats: { published: number; failures: number }; connected: boolean; pending: number };
 } {
   const tracker = new LoadTracker({ workerId: 1, dataParallelSize: 2, kvTotalBlocks: 100 });
   tracker.applyScrape(new Map([[0, { kvUsedBlocks: 25, kvTotalBlocks: 200, kvUsagePerc: 0.125 }]]), false);
-  const scraper = { errors: 3, stale: false, ranks: new Map([[0, { kvUsagePerc: 0.125 }]]) };
+  const scraper: ReturnType<typeof setup>['scraper'] = {
+    source: 'scrape',
+    errors: 3,
+    stale: false,
+    unsupported: false,
+    ranks: new Map([[0, { kvUsagePerc: 0.125 }]]),
+  };
   const publisher = { stats: { published: 10, failures: 2 }, connected: true, pending: 0 };
   const registry = new Registry();
   registerLoadMetrics(registry, tracker, scraper, publisher);
@@ -41,6 +47,20 @@ describe('registerLoadMetrics', () => {
     expect(text).toContain('dynamo_sidecar_load_events_published_total 12');
     expect(text).toContain('dynamo_sidecar_nats_connected 0');
     expect(text).toContain('dynamo_sidecar_load_events_unconfirmed 2');
+  });
+
+  it('names the KV source in use, and traffic once the engine has none', async () => {
+    const { registry, scraper } = setup();
+    expect(await registry.metrics()).toContain('dynamo_sidecar_engine_load_source{source="scrape"} 1');
+    scraper.source = 'getloads';
+    expect(await registry.metrics()).toContain('dynamo_sidecar_engine_load_source{source="getloads"} 1');
+    scraper.unsupported = true;
+    const text = await registry.metrics();
+    expect(text).toContain('dynamo_sidecar_engine_load_source{source="traffic"} 1');
+    expect(text).not.toContain('source="getloads"');
+    const bare = new Registry();
+    registerLoadMetrics(bare, new LoadTracker({ workerId: 1 }));
+    expect(await bare.metrics()).toContain('dynamo_sidecar_engine_load_source{source="traffic"} 1');
   });
 
   it('passes promtool check metrics', async () => {

@@ -9,7 +9,9 @@ import { createServer, type Http2Server, type ServerHttp2Session, type ServerHtt
 import { loadSync, type MessageTypeDefinition } from '@grpc/proto-loader';
 import { afterEach, describe, expect, it } from 'vitest';
 import { frameMessage } from '../../../../src/protocol/grpc/framing.js';
-import { GET_MODEL_INFO_PATH, ModelInfoProbe } from '../../../../src/sidecar/load/model-info-probe.js';
+import { ModelInfoProbe } from '../../../../src/sidecar/load/model-info-probe.js';
+
+const GET_MODEL_INFO_PATH = '/vllm.grpc.engine.VllmEngine/GetModelInfo';
 import { PROTO_DIR } from '../../../../src/protocol/proto-path.js';
 import { UpstreamPool } from '../../../../src/sidecar/proxy/upstream.js';
 import { recordingLogger, type RecordingLogger } from '../../../support/recording-logger.js';
@@ -24,7 +26,7 @@ const definition = loadSync(join(PROTO_DIR, 'vllm/vllm_engine.proto'), { keepCas
 const ModelInfoResponse = definition['vllm.grpc.engine.GetModelInfoResponse'] as MessageTypeDefinition<Record<string, unknown>, unknown>;
 
 /** What the engine does with the n-th GetModelInfo call (1-based). */
-type Answer = { model: string } | { status: number; message?: string } | 'hang';
+type Answer = { model: string; served?: string } | { status: number; message?: string } | 'hang';
 
 interface FakeEngine {
   readonly port: number;
@@ -72,7 +74,9 @@ async function startEngine(answer: (n: number) => Answer, port = 0): Promise<Fak
       }
       stream.respond({ ':status': 200, 'content-type': 'application/grpc' }, { waitForTrailers: true });
       stream.once('wantTrailers', () => stream.sendTrailers({ 'grpc-status': '0' }));
-      stream.end(frameMessage(ModelInfoResponse.serialize({ model_path: a.model, is_generation: true, num_gpu_blocks: 2048 })));
+      stream.end(
+        frameMessage(ModelInfoResponse.serialize({ model_path: a.model, served_model_name: a.served ?? '', is_generation: true, num_gpu_blocks: 2048 })),
+      );
     });
   });
   await new Promise<void>((resolve) => server.listen(port, '127.0.0.1', resolve));
@@ -123,6 +127,13 @@ function probeFor(port: number, options: { timeoutMs?: number; retryMs?: number 
 const warnings = (log: RecordingLogger): string[] => log.lines.filter((line) => line.level === 'warn').map((line) => line.msg);
 
 describe('ModelInfoProbe', () => {
+  it('prefers served_model_name (the name clients use) over model_path', async () => {
+    const engine = await startEngine(() => ({ model: '/models/llama-3.1-8b', served: 'llama-3.1-8b' }));
+    const { models } = probeFor(engine.port);
+    await waitFor(() => models.length > 0, 'the model from GetModelInfo');
+    expect(models).toEqual(['llama-3.1-8b']);
+  });
+
   it('takes the model from GetModelInfo once the engine is reachable, asks once and logs it once', async () => {
     const engine = await startEngine(() => ({ model: 'meta-llama/Llama-3.1-8B' }));
     const { probe, models, log } = probeFor(engine.port);
@@ -161,7 +172,7 @@ describe('ModelInfoProbe', () => {
 
   it.each([
     ['UNIMPLEMENTED (an engine without VllmEngine)', { status: 12, message: 'unknown service' }, /does not implement GetModelInfo.*--served-model-name/],
-    ['an empty model_path', { model: '' }, /without a model_path.*--served-model-name/],
+    ['an empty model_path', { model: '' }, /without served_model_name or model_path.*--served-model-name/],
   ] as const)('stops asking after %s, leaves the model unknown and says to pass --served-model-name', async (_what, answer, warning) => {
     const engine = await startEngine(() => answer);
     const { probe, models, log } = probeFor(engine.port);

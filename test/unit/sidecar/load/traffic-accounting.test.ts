@@ -5,6 +5,7 @@ import { frameMessage } from '../../../../src/protocol/grpc/framing.js';
 import { LoadTracker } from '../../../../src/sidecar/load/load-tracker.js';
 import { TrafficAccounting } from '../../../../src/sidecar/load/traffic-accounting.js';
 import { PROTO_DIR } from '../../../../src/protocol/proto-path.js';
+import type { GenerateWire } from '../../../../src/protocol/engine/generate-wire.js';
 
 const vllm = loadSync(join(PROTO_DIR, 'vllm/vllm_engine.proto'), { keepCase: true, oneofs: true });
 const type = (name: string): MessageTypeDefinition<object, object> => vllm[`vllm.grpc.engine.${name}`] as MessageTypeDefinition<object, object>;
@@ -15,18 +16,19 @@ function frame(name: string, value: object): Buffer {
 }
 
 const GENERATE = { ':path': '/vllm.grpc.engine.VllmEngine/Generate' };
-const request = (promptTokens: number): Buffer =>
+const request = (promptTokens: number, rank?: number): Buffer =>
   frame('GenerateRequest', {
     request_id: 'r',
     tokenized: { input_ids: Array.from({ length: promptTokens }, (_, i) => i + 1) },
     sampling_params: { max_tokens: 10 },
+    ...(rank === undefined ? {} : { data_parallel_rank: rank }),
   });
 const chunk = (tokens: number, completion: number): Buffer =>
-  frame('GenerateResponse', { request_id: 'r', chunk: { token_ids: Array.from({ length: tokens }, () => 7), completion_tokens: completion } });
+  frame('GenerateResponse', { chunk: { token_ids: Array.from({ length: tokens }, () => 7), completion_tokens: completion } });
 
-function setup(): { tracker: LoadTracker; accounting: TrafficAccounting } {
+function setup(wire: GenerateWire = 'vllm'): { tracker: LoadTracker; accounting: TrafficAccounting } {
   const tracker = new LoadTracker({ workerId: 1, dataParallelSize: 2, kvBlockSize: 16, trackOutputBlocks: true });
-  return { tracker, accounting: new TrafficAccounting(tracker, 2) };
+  return { tracker, accounting: new TrafficAccounting(tracker, 2, wire) };
 }
 
 describe('TrafficAccounting', () => {
@@ -35,6 +37,10 @@ describe('TrafficAccounting', () => {
     expect(accounting.tap({ ':path': '/vllm.grpc.engine.VllmEngine/HealthCheck' })).toBeUndefined();
     expect(accounting.tap({ ':path': '/any.Service/Method' })).toBeUndefined();
     expect(accounting.tap(GENERATE)).toBeDefined();
+    // The other engine's Generate is not this engine's: never guessed.
+    expect(accounting.tap({ ':path': '/sglang.grpc.scheduler.SglangScheduler/Generate' })).toBeUndefined();
+    expect(setup('sglang').accounting.tap({ ':path': '/sglang.grpc.scheduler.SglangScheduler/Generate' })).toBeDefined();
+    expect(setup('sglang').accounting.tap(GENERATE)).toBeUndefined();
   });
 
   it('counts prompt tokens as prefill until the first output, then output in decode blocks, and nothing after the end', () => {
@@ -54,14 +60,27 @@ describe('TrafficAccounting', () => {
     expect(tracker.peek()[0]).toMatchObject({ active_prefill_tokens: 0, active_decode_blocks: 0 });
   });
 
-  it('puts a call on the dp rank its x-dynamo-dp-rank header names, and counts invalid ranks on rank 0', () => {
+  it('puts a call on the dp rank its x-data-parallel-rank (or older x-dynamo-dp-rank) header names, and counts invalid ranks on rank 0', () => {
     const { tracker, accounting } = setup();
-    accounting.tap({ ...GENERATE, 'x-dynamo-dp-rank': '1' })!.request(request(16));
-    accounting.tap({ ...GENERATE, 'x-dynamo-dp-rank': '7' })!.request(request(32));
+    accounting.tap({ ...GENERATE, 'x-data-parallel-rank': '1' })!.request(request(16));
+    accounting.tap({ ...GENERATE, 'x-dynamo-dp-rank': '1' })!.request(request(4));
+    accounting.tap({ ...GENERATE, 'x-data-parallel-rank': '7' })!.request(request(32));
     const [rank0, rank1] = tracker.peek();
-    expect(rank1).toMatchObject({ dp_rank: 1, active_prefill_tokens: 16 });
+    expect(rank1).toMatchObject({ dp_rank: 1, active_prefill_tokens: 20 });
     expect(rank0).toMatchObject({ dp_rank: 0, active_prefill_tokens: 32 });
-    expect(accounting.invalidRankHeaders).toBe(1);
+    expect(accounting.invalidRanks).toBe(1);
+  });
+
+  it("takes the request's own data_parallel_rank (field 9) over any header, since the engine obeys the field", () => {
+    const { tracker, accounting } = setup();
+    accounting.tap(GENERATE)!.request(request(16, 1));
+    accounting.tap({ ...GENERATE, 'x-data-parallel-rank': '0' })!.request(request(8, 1));
+    accounting.tap({ ...GENERATE, 'x-data-parallel-rank': '9' })!.request(request(4, 0)); // a bad header the field overrides
+    accounting.tap({ ...GENERATE, 'x-data-parallel-rank': '1' })!.request(request(2, 5)); // a rank this worker does not have
+    const [rank0, rank1] = tracker.peek();
+    expect(rank1).toMatchObject({ active_prefill_tokens: 24 });
+    expect(rank0).toMatchObject({ active_prefill_tokens: 6 });
+    expect(accounting.invalidRanks).toBe(1);
   });
 
   it('leaves a call it cannot decode alone and counts it', () => {

@@ -1,0 +1,97 @@
+/**
+ * The engine's own load report, GetLoads (vLLM `vllm.grpc.engine.VllmEngine/GetLoads`, SGLang
+ * `sglang.grpc.scheduler.SglangScheduler/GetLoads`; the same message numbers in both), read as
+ * one more source for the EngineScraper loop:
+ *
+ *   new EngineScraper({ url: path, read: getLoadsReader({ engine, wire, kvBlockSize, kvTotalBlocks }), ... })
+ *
+ * It is asked over the proxy's own engine connection, outside the admission gate (never a slot,
+ * never counted as a proxied call), like GetModelInfo. UNIMPLEMENTED ends the source
+ * (LoadSourceUnsupportedError); any other failure is one failed read.
+ *
+ * From a SchedulerLoad to our ScrapedLoad, with the block size of --kv-block-size (GetLoads
+ * reports tokens, not blocks):
+ * - max_total_num_tokens > 0 (SGLang): kvTotalBlocks = floor(max_total / block_size),
+ *   kvUsedBlocks = ceil(num_used_tokens / block_size).
+ * - otherwise (vLLM fills only token_usage, its KV usage ratio): kvUsedBlocks =
+ *   round(token_usage * --kv-total-blocks) when that flag is set, else unknown; the ratio is
+ *   kept either way (dynamo_sidecar_engine_kv_usage_ratio).
+ * - num_running_reqs / num_waiting_reqs as running / waiting.
+ */
+import { join } from 'node:path';
+import { loadSync, type MessageTypeDefinition } from '@grpc/proto-loader';
+import { enginePath, type GenerateWire } from '../../protocol/engine/generate-wire.js';
+import type { GetLoadsResponseMessage, SchedulerLoadMessage } from '../../protocol/engine/engine-proto.js';
+import { GrpcStatus, statusName } from '../../protocol/grpc/status.js';
+import { unaryCall, type OpenStream } from '../../protocol/grpc/unary-call.js';
+import { PROTO_DIR } from '../../protocol/proto-path.js';
+import type { ScrapedLoad } from './engine-metrics-reader.js';
+import { LoadSourceUnsupportedError, ScrapeError, type LoadRead } from './engine-scraper.js';
+
+export interface GetLoadsReaderOptions {
+  /** Opens a stream on the engine connection (UpstreamPool.request). */
+  readonly open: OpenStream;
+  readonly wire: GenerateWire;
+  readonly kvBlockSize: number;
+  /** --kv-total-blocks, to turn a usage ratio into blocks when the engine gives no token counts. */
+  readonly kvTotalBlocks: number | undefined;
+  readonly timeoutMs: number;
+}
+
+let responseType: MessageTypeDefinition<object, GetLoadsResponseMessage> | undefined;
+
+function getLoadsResponse(): MessageTypeDefinition<object, GetLoadsResponseMessage> {
+  responseType ??= loadSync(join(PROTO_DIR, 'vllm/vllm_engine.proto'), { keepCase: true, defaults: true, longs: Number })[
+    'vllm.grpc.engine.GetLoadsResponse'
+  ] as MessageTypeDefinition<object, GetLoadsResponseMessage>;
+  return responseType;
+}
+
+/** An empty GetLoadsRequest: every rank, the default sections. */
+const EMPTY_REQUEST = new Uint8Array(0);
+
+export function getLoadsPath(wire: GenerateWire): string {
+  return enginePath(wire, 'GetLoads');
+}
+
+export function getLoadsReader(options: GetLoadsReaderOptions): LoadRead {
+  const path = getLoadsPath(options.wire);
+  return async (signal) => {
+    const outcome = await unaryCall(options.open, path, EMPTY_REQUEST, { timeoutMs: options.timeoutMs, signal });
+    if (outcome.status === GrpcStatus.UNIMPLEMENTED) throw new LoadSourceUnsupportedError(`${path}: UNIMPLEMENTED ${outcome.message}`.trim());
+    if (outcome.status !== GrpcStatus.OK) throw new ScrapeError(`${path}: ${statusName(outcome.status)} ${outcome.message}`.trim());
+    let response: GetLoadsResponseMessage;
+    try {
+      response = getLoadsResponse().deserialize(outcome.body ?? Buffer.alloc(0));
+    } catch (err) {
+      throw new ScrapeError(`${path}: undecodable GetLoadsResponse: ${(err as Error).message}`);
+    }
+    return schedulerLoads(response.loads ?? [], options.kvBlockSize, options.kvTotalBlocks);
+  };
+}
+
+/** Per-rank ScrapedLoad from GetLoads entries; entries with a negative rank are skipped as problems. */
+export function schedulerLoads(
+  loads: readonly SchedulerLoadMessage[],
+  blockSize: number,
+  kvTotalBlocks: number | undefined,
+): { ranks: Map<number, ScrapedLoad>; problems: string[] } {
+  const ranks = new Map<number, ScrapedLoad>();
+  const problems: string[] = [];
+  for (const load of loads) {
+    if (!Number.isInteger(load.dp_rank) || load.dp_rank < 0) {
+      problems.push(`GetLoads entry with dp_rank ${load.dp_rank} skipped`);
+      continue;
+    }
+    const scraped: ScrapedLoad = { running: Math.max(0, load.num_running_reqs), waiting: Math.max(0, load.num_waiting_reqs) };
+    if (Number.isFinite(load.token_usage) && load.token_usage >= 0 && load.token_usage <= 1) scraped.kvUsagePerc = load.token_usage;
+    if (load.max_total_num_tokens > 0) {
+      scraped.kvTotalBlocks = Math.floor(load.max_total_num_tokens / blockSize);
+      scraped.kvUsedBlocks = Math.min(scraped.kvTotalBlocks, Math.ceil(Math.max(0, load.num_used_tokens) / blockSize));
+    } else if (scraped.kvUsagePerc !== undefined && kvTotalBlocks !== undefined) {
+      scraped.kvUsedBlocks = Math.round(scraped.kvUsagePerc * kvTotalBlocks);
+    }
+    ranks.set(load.dp_rank, scraped);
+  }
+  return { ranks, problems };
+}
