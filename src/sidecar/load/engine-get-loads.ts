@@ -60,14 +60,18 @@ export function getLoadsReader(options: GetLoadsReaderOptions): LoadRead {
     const outcome = await unaryCall(options.open, path, EMPTY_REQUEST, { timeoutMs: options.timeoutMs, signal });
     if (outcome.status === GrpcStatus.UNIMPLEMENTED) throw new LoadSourceUnsupportedError(`${path}: UNIMPLEMENTED ${outcome.message}`.trim());
     if (outcome.status !== GrpcStatus.OK) throw new ScrapeError(`${path}: ${statusName(outcome.status)} ${outcome.message}`.trim());
-    let response: GetLoadsResponseMessage;
     try {
-      response = getLoadsResponse().deserialize(outcome.body ?? Buffer.alloc(0));
+      return decodeGetLoads(outcome.body ?? Buffer.alloc(0), options.kvBlockSize, options.kvTotalBlocks);
     } catch (err) {
       throw new ScrapeError(`${path}: undecodable GetLoadsResponse: ${(err as Error).message}`);
     }
-    return schedulerLoads(response.loads ?? [], options.kvBlockSize, options.kvTotalBlocks);
   };
+}
+
+/** A GetLoadsResponse's bytes to per-rank loads; throws on bytes that are not one. */
+export function decodeGetLoads(body: Buffer, blockSize: number, kvTotalBlocks: number | undefined): { ranks: Map<number, ScrapedLoad>; problems: string[] } {
+  const response: GetLoadsResponseMessage = getLoadsResponse().deserialize(body);
+  return schedulerLoads(response.loads ?? [], blockSize, kvTotalBlocks);
 }
 
 /** Per-rank ScrapedLoad from GetLoads entries; entries with a negative rank are skipped as problems. */

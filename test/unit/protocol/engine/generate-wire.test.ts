@@ -3,40 +3,10 @@
 // produced by this project's .proto files, so the decoder is checked against the wire facts
 // themselves (docs/wire-facts.md, "Generate layouts").
 import { describe, expect, it } from 'vitest';
+import { bytes, float, msg, num, packed, str, tokenIds, unpacked } from '../../../support/proto-bytes.js';
 import { decodeGenerateRequest, decodeGenerateResponse, enginePath, estimateTextTokens } from '../../../../src/protocol/engine/generate-wire.js';
 
-const VARINT = 0;
-const I32 = 5;
-const LEN = 2;
-
-function varint(value: number | bigint): number[] {
-  let v = BigInt.asUintN(64, BigInt(value)); // negative int32 is sign-extended to 10 bytes on the wire
-  const out: number[] = [];
-  do {
-    const low = Number(v & 0x7fn);
-    v >>= 7n;
-    out.push(v > 0n ? low | 0x80 : low);
-  } while (v > 0n);
-  return out;
-}
-const tag = (field: number, wire: number): number[] => varint((field << 3) | wire);
-const num = (field: number, value: number | bigint): number[] => [...tag(field, VARINT), ...varint(value)];
-const bytes = (field: number, body: number[]): number[] => [...tag(field, LEN), ...varint(body.length), ...body];
-const str = (field: number, text: string): number[] => bytes(field, [...Buffer.from(text, 'utf8')]);
-const packed = (field: number, values: number[]): number[] =>
-  bytes(
-    field,
-    values.flatMap((v) => varint(v)),
-  );
-const unpacked = (field: number, values: number[]): number[] => values.flatMap((v) => num(field, v));
-const float = (field: number, value: number): number[] => {
-  const b = Buffer.alloc(4);
-  b.writeFloatLE(value);
-  return [...tag(field, I32), ...b];
-};
-const msg = (...parts: number[][]): Uint8Array => Uint8Array.from(parts.flat());
-
-const ids = (n: number, start = 1): number[] => Array.from({ length: n }, (_, i) => start + i * 1000);
+const ids = tokenIds;
 
 describe('decodeGenerateRequest', () => {
   it('vLLM: counts packed input_ids, reads max_tokens (8 in sampling_params 4) and data_parallel_rank 9', () => {

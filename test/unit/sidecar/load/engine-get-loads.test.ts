@@ -10,62 +10,12 @@ import { EngineScraper, LoadSourceUnsupportedError, ScrapeError } from '../../..
 import type { SchedulerLoadMessage } from '../../../../src/protocol/engine/engine-proto.js';
 import { recordingLogger } from '../../../support/recording-logger.js';
 import { waitFor } from '../../../support/wait.js';
+import { GET_LOADS_SGLANG, GET_LOADS_VLLM } from '../../../support/proto-bytes.js';
 
 const cleanups: (() => unknown)[] = [];
 afterEach(async () => {
   for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
 });
-
-// --- protobuf bytes by hand ---
-const varint = (value: number): number[] => {
-  let v = BigInt.asUintN(64, BigInt(value));
-  const out: number[] = [];
-  do {
-    const low = Number(v & 0x7fn);
-    v >>= 7n;
-    out.push(v > 0n ? low | 0x80 : low);
-  } while (v > 0n);
-  return out;
-};
-const num = (field: number, value: number): number[] => [...varint(field << 3), ...varint(value)];
-const len = (field: number, body: number[]): number[] => [...varint((field << 3) | 2), ...varint(body.length), ...body];
-const str = (field: number, text: string): number[] => len(field, [...Buffer.from(text)]);
-const double = (field: number, value: number): number[] => {
-  const b = Buffer.alloc(8);
-  b.writeDoubleLE(value);
-  return [...varint((field << 3) | 1), ...b];
-};
-
-/** SMG sglang_scheduler.proto SchedulerLoad, with the fields vLLM lacks (17, optional sections 12-16). */
-const sglangLoad = (rank: number, used: number, total: number, running: number, waiting: number): number[] =>
-  len(4, [
-    ...(rank ? num(1, rank) : []),
-    ...num(2, running),
-    ...num(3, waiting),
-    ...num(4, running + waiting),
-    ...num(5, used),
-    ...num(6, total),
-    ...double(7, used / total),
-    ...double(8, 123.5),
-    ...num(11, 256),
-    ...len(12, [...double(1, 14.2), ...double(2, 60.1)]), // MemoryMetrics
-    ...num(17, 99), // num_waiting_uncached_tokens
-  ]);
-const SGLANG_RESPONSE = Buffer.from([
-  ...str(1, '2026-12-02T10:00:00Z'),
-  ...str(2, '0.5.4'),
-  ...num(3, 2),
-  ...sglangLoad(0, 4096, 65536, 3, 1),
-  ...sglangLoad(1, 1000, 65536, 1, 0),
-  ...len(5, [...num(1, 4), ...num(2, 1)]), // AggregateMetrics
-]);
-/** What SMG's vLLM servicer sends: one rank, counts and token_usage only. */
-const VLLM_RESPONSE = Buffer.from([
-  ...str(1, '2026-12-02T10:00:00Z'),
-  ...str(2, '0.11.0'),
-  ...num(3, 1),
-  ...len(4, [...num(2, 5), ...num(3, 2), ...num(4, 7), ...double(7, 0.25)]),
-]);
 
 type Answer = { body: Buffer } | { status: GrpcStatus; message: string };
 
@@ -153,7 +103,7 @@ describe('getLoadsReader', () => {
     getLoadsReader({ open: (headers) => session.request(headers), wire, kvBlockSize: 16, kvTotalBlocks, timeoutMs: 2000 });
 
   it("reads SGLang's per-rank token counts from hand-encoded bytes, skipping the fields vLLM lacks", async () => {
-    const engine = await fakeEngine(() => ({ body: SGLANG_RESPONSE }));
+    const engine = await fakeEngine(() => ({ body: GET_LOADS_SGLANG }));
     const result = await readerFor(engine.session, 'sglang')(new AbortController().signal);
     expect(engine.paths).toEqual(['/sglang.grpc.scheduler.SglangScheduler/GetLoads']);
     expect(result.ranks.get(0)).toEqual({ kvTotalBlocks: 4096, kvUsedBlocks: 256, kvUsagePerc: 4096 / 65536, running: 3, waiting: 1 });
@@ -161,7 +111,7 @@ describe('getLoadsReader', () => {
   });
 
   it("reads vLLM's answer (token_usage only) on vLLM's path", async () => {
-    const engine = await fakeEngine(() => ({ body: VLLM_RESPONSE }));
+    const engine = await fakeEngine(() => ({ body: GET_LOADS_VLLM }));
     const result = await readerFor(engine.session, 'vllm', 800)(new AbortController().signal);
     expect(engine.paths).toEqual(['/vllm.grpc.engine.VllmEngine/GetLoads']);
     expect(result.ranks.get(0)).toEqual({ kvUsagePerc: 0.25, kvUsedBlocks: 200, running: 5, waiting: 2 });
@@ -179,7 +129,7 @@ describe('getLoadsReader', () => {
   });
 
   it('as an EngineScraper source: fresh values, then UNIMPLEMENTED stops polling for good with one warning', async () => {
-    let answer: Answer = { body: SGLANG_RESPONSE };
+    let answer: Answer = { body: GET_LOADS_SGLANG };
     const engine = await fakeEngine(() => answer);
     const log = recordingLogger();
     let updates = 0;
