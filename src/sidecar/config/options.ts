@@ -175,6 +175,15 @@ export const SIDECAR_OPTIONS = {
     help: 'NATS server for load events, e.g. nats://127.0.0.1:4222',
   },
   ...LOAD_SUBJECT_OPTIONS,
+  eventFormat: {
+    flag: '--event-format <format>',
+    env: 'DYN_EVENT_FORMAT',
+    default: 'json',
+    help:
+      "load events on NATS: json (our event with every field, what this project's frontend reads) | dynamo (NVIDIA Dynamo's event plane: a MessagePack EventEnvelope, topic kv_metrics, around an ActiveLoad, for a Dynamo frontend started with DYN_EVENT_PLANE=nats). " +
+      "dynamo carries only ActiveLoad (worker_id, dp_rank, active_decode_blocks, active_prefill_tokens, kv_used_blocks), not kv_total_blocks, overloaded, draining, model or grpc_address (a Dynamo frontend gets those from its discovery), so this project's frontend needs json. " +
+      'GET /load and WorkerLoad/Watch are unchanged',
+  },
   loadHeartbeatMs: {
     flag: '--load-heartbeat-ms <ms>',
     env: 'DYN_LOAD_HEARTBEAT_MS',

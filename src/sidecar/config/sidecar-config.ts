@@ -5,6 +5,7 @@
  */
 import { GENERATE_WIRES, type GenerateWire } from '../../protocol/engine/generate-wire.js';
 import { ENGINE_METRICS_FORMATS, type EngineMetricsFormatOption } from '../../protocol/engine/metrics-formats.js';
+import { EVENT_FORMATS, type EventFormat } from '../../protocol/dynamo-event.js';
 import type { LogLevel } from '../../platform/log.js';
 import { MAX_TIMER_MS } from '../../protocol/grpc/deadline.js';
 import { isUnspecifiedHost } from './advertise-address.js';
@@ -69,6 +70,8 @@ export interface LoadConfig {
   readonly namespace: string;
   readonly component: string;
   readonly endpoint: string;
+  /** json: our event with every field; dynamo: Dynamo's envelope around ActiveLoad (src/protocol/dynamo-event.ts). */
+  readonly eventFormat: EventFormat;
   readonly loadHeartbeatMs: number;
   /** Unconfirmed publishes or unanswered PINGs for this long mean disconnected. */
   readonly natsLivenessTimeoutMs: number;
@@ -85,6 +88,7 @@ export const ENGINE_LOAD_SOURCES = ['scrape', 'getloads', 'traffic', 'auto'] as 
 export type EngineLoadSource = (typeof ENGINE_LOAD_SOURCES)[number];
 export const DEFAULT_ENGINE_METRICS_FORMAT: EngineMetricsFormatOption = D.engineMetricsFormat.default;
 export const DEFAULT_LOAD_HEARTBEAT_MS: number = D.loadHeartbeatMs.default;
+export const DEFAULT_EVENT_FORMAT: EventFormat = D.eventFormat.default;
 /** A burst of load changes within this becomes one NATS publish or one WorkerLoad update. */
 export const LOAD_DEBOUNCE_MS = 5;
 /** GetModelInfo, asked until the engine answers: one attempt at a time, this long at most, this far apart. */
@@ -154,6 +158,7 @@ function parseLoadConfig(read: Reader): LoadConfig {
     namespace: read.string('namespace'),
     component: read.string('component'),
     endpoint: read.string('endpoint'),
+    eventFormat: read.choice('eventFormat', EVENT_FORMATS),
     loadHeartbeatMs: read.integer('loadHeartbeatMs', 10, 3_600_000),
     natsLivenessTimeoutMs: read.integer('natsLivenessTimeoutMs', 50, 3_600_000),
     workerId: read.integer('workerId', 0, Number.MAX_SAFE_INTEGER),

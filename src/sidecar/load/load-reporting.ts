@@ -116,9 +116,18 @@ export class LoadReporting {
         source: this.tracker,
         heartbeatMs: config.loadHeartbeatMs,
         livenessTimeoutMs: config.natsLivenessTimeoutMs,
+        format: config.eventFormat,
         name: `dynamo-sidecar-${workerId}`,
         logger: logger.child({ component: 'nats' }),
       });
+      if (config.eventFormat === 'dynamo')
+        logger.warn(
+          "--event-format dynamo: load events on NATS are Dynamo's ActiveLoad envelopes; this project's frontend reads only --event-format json and ignores them",
+          {
+            subject: this.subject,
+            publisher_id: this.publisher.publisherId,
+          },
+        );
     }
     if (config.servedModelName === undefined) {
       this.modelProbe = new ModelInfoProbe({

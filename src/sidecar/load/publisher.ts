@@ -1,5 +1,9 @@
 /**
- * Publishes the tracker's load events to NATS as JSON, one message per dp rank.
+ * Publishes the tracker's load events to NATS, one message per dp rank: as JSON (format `json`,
+ * the default: our event with every field), or as NVIDIA Dynamo's event plane carries them
+ * (format `dynamo`: a MessagePack EventEnvelope around ActiveLoad, src/protocol/dynamo-event.ts,
+ * with this publisher's random publisher_id and a sequence counting the envelopes handed to
+ * nats.js, from 0).
  *
  *   const p = new LoadPublisher({ servers: 'nats://127.0.0.1:4222', subject: loadSubject(ns, comp, ep), source: tracker, logger });
  *   p.start();  ...  p.publishNow();  // on a rejection  ...  await p.close();
@@ -42,9 +46,10 @@
 import { createHash } from 'node:crypto';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { connectInBackground, type FirstConnect, type NatsConnectFn } from '../../platform/nats-first-connect.js';
-import { DEFAULT_LOAD_HEARTBEAT_MS, DEFAULT_NATS_LIVENESS_TIMEOUT_MS, LOAD_DEBOUNCE_MS } from '../config/sidecar-config.js';
+import { DEFAULT_EVENT_FORMAT, DEFAULT_LOAD_HEARTBEAT_MS, DEFAULT_NATS_LIVENESS_TIMEOUT_MS, LOAD_DEBOUNCE_MS } from '../config/sidecar-config.js';
 import type { Logger } from '../../platform/log.js';
 import type { LoadEvent } from '../../protocol/load-event.js';
+import { DYNAMO_LOAD_TOPIC, activeLoadOf, encodeDynamoEnvelope, randomPublisherId, type EventFormat } from '../../protocol/dynamo-event.js';
 
 /** What the publisher needs from the tracker. */
 export interface LoadSource {
@@ -60,6 +65,8 @@ export interface LoadPublisherOptions {
   subject: string;
   source: LoadSource;
   logger: Logger;
+  /** How each event is written; default DEFAULT_EVENT_FORMAT (json). */
+  format?: EventFormat;
   /** Default LOAD_DEBOUNCE_MS. */
   debounceMs?: number;
   /** Publish at least this often; default DEFAULT_LOAD_HEARTBEAT_MS. */
@@ -99,10 +106,18 @@ export class LoadPublisher {
   private probing = false;
   /** Size of the running probe's batch. */
   private probeBatch = 0;
+  /** Format dynamo: the envelope's publisher_id, and the sequence of the next envelope. */
+  private readonly dynamo: { readonly publisherId: number; sequence: number } | undefined;
 
   constructor(options: LoadPublisherOptions) {
     this.options = options;
     this.livenessTimeoutMs = options.livenessTimeoutMs ?? DEFAULT_NATS_LIVENESS_TIMEOUT_MS;
+    if ((options.format ?? DEFAULT_EVENT_FORMAT) === 'dynamo') this.dynamo = { publisherId: randomPublisherId(), sequence: 0 };
+  }
+
+  /** The envelopes' publisher_id with format dynamo; undefined with json. */
+  get publisherId(): number | undefined {
+    return this.dynamo?.publisherId;
   }
 
   /** Events handed to nats.js whose confirmation is still outstanding. */
@@ -139,13 +154,20 @@ export class LoadPublisher {
     }
     for (const event of this.options.source.snapshot()) {
       try {
-        nc.publish(this.options.subject, JSON.stringify(event));
+        nc.publish(this.options.subject, this.encode(event));
+        if (this.dynamo) this.dynamo.sequence++;
         this.unconfirmed++;
       } catch {
         this.stats.failures++;
       }
     }
     this.probe(nc);
+  }
+
+  private encode(event: LoadEvent): string | Uint8Array {
+    if (!this.dynamo) return JSON.stringify(event);
+    const header = { publisherId: this.dynamo.publisherId, sequence: this.dynamo.sequence, publishedAtMs: Date.now(), topic: DYNAMO_LOAD_TOPIC };
+    return encodeDynamoEnvelope(header, activeLoadOf(event));
   }
 
   /**
