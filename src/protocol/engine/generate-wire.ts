@@ -25,10 +25,15 @@
  * In every layout a chunk has token_ids 1 and completion_tokens 3, a complete output_ids 1 and
  * completion_tokens 4. A text prompt (vLLM only) is counted with a swappable estimator.
  *
- * Output counting: a chunk's token_ids are new tokens (a delta). A complete's output_ids carry
- * the whole output (vLLM sends all ids there), so its count is cumulative. When a message has
- * `completion_tokens` (cumulative by definition), that number wins: callers should treat
- * `completionTokens` as the total so far and `tokens` as a delta only for chunks without it.
+ * Output counting: a chunk's token_ids are new tokens (a delta). What the counters mean differs:
+ * - SGLang and the legacy layout: completion_tokens is the running total (SGLang's meta_info),
+ *   reported as `completionTokens`, and wins.
+ * - vLLM today (SMG's servicer streams with RequestOutputKind.DELTA): completion_tokens is the
+ *   chunk's own count, and a streamed call's final `complete` repeats the last chunk's ids; only
+ *   a non-streamed call's `complete` holds the whole output. So `completionTokens` is never
+ *   reported, and a complete's `tokens` is the whole output only when no chunk came before.
+ * Callers therefore count `completionTokens` when present, else chunk `tokens` as deltas and a
+ * complete's `tokens` as a total that never lowers what the chunks added up to.
  */
 import protobuf from 'protobufjs/minimal.js';
 
@@ -56,12 +61,22 @@ interface Layout {
   readonly chunkField: number;
   readonly completeField: number;
   readonly errorField: number | undefined;
+  /** Whether completion_tokens is the running total (else the message's own count). */
+  readonly cumulativeCompletionTokens: boolean;
 }
 
 const LAYOUTS: Readonly<Record<GenerateWire, Layout>> = {
-  vllm: { textField: 3, rankField: 9, rankExplicitPresence: true, chunkField: 1, completeField: 2, errorField: undefined },
-  'vllm-legacy': { textField: 3, rankField: 9, rankExplicitPresence: true, chunkField: 2, completeField: 3, errorField: 4 },
-  sglang: { textField: undefined, rankField: 16, rankExplicitPresence: false, chunkField: 2, completeField: 3, errorField: undefined },
+  vllm: { textField: 3, rankField: 9, rankExplicitPresence: true, chunkField: 1, completeField: 2, errorField: undefined, cumulativeCompletionTokens: false },
+  'vllm-legacy': { textField: 3, rankField: 9, rankExplicitPresence: true, chunkField: 2, completeField: 3, errorField: 4, cumulativeCompletionTokens: true },
+  sglang: {
+    textField: undefined,
+    rankField: 16,
+    rankExplicitPresence: false,
+    chunkField: 2,
+    completeField: 3,
+    errorField: undefined,
+    cumulativeCompletionTokens: true,
+  },
 };
 
 export interface GenerateRequestInfo {
@@ -79,7 +94,7 @@ export interface GenerateResponseInfo {
   kind: GenerateResponseKind;
   /** chunk: new token ids in this message; complete: all output ids; otherwise 0. */
   tokens: number;
-  /** Cumulative completion tokens reported by the engine, when present and non-zero. */
+  /** The running total of completion tokens, when the layout reports one and it is non-zero. */
   completionTokens?: number;
 }
 
@@ -162,7 +177,7 @@ export function decodeGenerateResponse(bytes: Uint8Array, wire: GenerateWire): G
           else skip(sub, t & 7);
         }
         info = { kind: isChunk ? 'chunk' : 'complete', tokens };
-        if (completion) info.completionTokens = completion;
+        if (completion && layout.cumulativeCompletionTokens) info.completionTokens = completion;
       } else if (field === layout.errorField && type === WIRE_LEN) {
         r.skip(r.uint32());
         info = { kind: 'error', tokens: 0 };

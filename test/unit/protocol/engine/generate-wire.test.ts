@@ -82,8 +82,9 @@ const completeBody = (outputIds: number[], completion: number): number[] => [...
 describe('decodeGenerateResponse', () => {
   it('vLLM (current): chunk is field 1, complete field 2, and there is no request_id', () => {
     expect(decodeGenerateResponse(msg(bytes(1, chunkBody(ids(3)))), 'vllm')).toEqual({ kind: 'chunk', tokens: 3 });
-    expect(decodeGenerateResponse(msg(bytes(1, chunkBody(ids(2), 12))), 'vllm')).toEqual({ kind: 'chunk', tokens: 2, completionTokens: 12 });
-    expect(decodeGenerateResponse(msg(bytes(2, completeBody(ids(20), 20))), 'vllm')).toEqual({ kind: 'complete', tokens: 20, completionTokens: 20 });
+    // completion_tokens is the chunk's own count in today's vLLM (DELTA output): never a running total.
+    expect(decodeGenerateResponse(msg(bytes(1, chunkBody(ids(2), 2))), 'vllm')).toEqual({ kind: 'chunk', tokens: 2 });
+    expect(decodeGenerateResponse(msg(bytes(2, completeBody(ids(20), 20))), 'vllm')).toEqual({ kind: 'complete', tokens: 20 });
   });
 
   it('vLLM legacy: request_id 1, chunk 2, complete 3, error 4', () => {

@@ -83,6 +83,22 @@ describe('TrafficAccounting', () => {
     expect(accounting.invalidRanks).toBe(1);
   });
 
+  it("counts today's vLLM stream by its chunks: per-chunk completion_tokens and the final complete repeating the last chunk", () => {
+    // As SMG's servicer streams (RequestOutputKind.DELTA): every chunk says completion_tokens = its own size.
+    const { tracker, accounting } = setup();
+    const tap = accounting.tap(GENERATE)!;
+    tap.request(request(32));
+    for (let i = 0; i < 5; i++) tap.response(chunk(2, 2));
+    tap.response(frame('GenerateResponse', { complete: { output_ids: [7, 7], finish_reason: 'length', completion_tokens: 2 } }));
+    expect(accounting.outputTokens).toBe(10);
+    expect(tracker.peek()[0]).toMatchObject({ active_decode_blocks: 3 }); // ceil((32 + 10) / 16)
+    // Not streamed: one complete with the whole output.
+    const whole = accounting.tap(GENERATE)!;
+    whole.request(request(16));
+    whole.response(frame('GenerateResponse', { complete: { output_ids: Array.from({ length: 12 }, () => 7), finish_reason: 'length', completion_tokens: 12 } }));
+    expect(accounting.outputTokens).toBe(22);
+  });
+
   it('leaves a call it cannot decode alone and counts it', () => {
     const { tracker, accounting } = setup();
     const compressed = request(40);
