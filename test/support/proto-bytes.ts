@@ -24,7 +24,11 @@ export const num = (field: number, value: number | bigint): number[] => [...tag(
 /** A length-delimited field around an already encoded body (a sub-message or packed values). */
 export const bytes = (field: number, body: number[]): number[] => [...tag(field, LEN), ...varint(body.length), ...body];
 export const str = (field: number, text: string): number[] => bytes(field, [...Buffer.from(text, 'utf8')]);
-export const packed = (field: number, values: number[]): number[] => bytes(field, values.flatMap((v) => varint(v)));
+export const packed = (field: number, values: number[]): number[] =>
+  bytes(
+    field,
+    values.flatMap((v) => varint(v)),
+  );
 export const unpacked = (field: number, values: number[]): number[] => values.flatMap((v) => num(field, v));
 export const float = (field: number, value: number): number[] => {
   const b = Buffer.alloc(4);

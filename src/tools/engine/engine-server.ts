@@ -1,39 +1,41 @@
 /**
  * grpc-js wiring of the simulated engine: vllm.grpc.engine.VllmEngine and grpc.health.v1.Health
- * on one server. Calls are turned into scheduler sequences; every way a call can end
- * (finish, client cancel, deadline, shutdown) cancels its sequence exactly once, which
- * frees its KV blocks at once.
+ * on one server. Generate calls are handed to the {@link EngineCore} (schedulers per dp rank,
+ * calls by request id); this file only maps messages, metadata, deadlines, cancels and statuses.
+ * Failures are gRPC statuses, as in vLLM's servicer: a response is only ever a chunk or a complete.
  */
 import * as grpc from '@grpc/grpc-js';
 import { GrpcStatus } from '../../protocol/grpc/status.js';
 import type { EngineOptions } from './options.js';
 import { effectiveMaxModelLen } from './options.js';
-import type { GenerateRequestMessage, GenerateResponseMessage } from '../../protocol/engine/engine-proto.js';
+import type { GenerateRequestMessage, GenerateResponseMessage, GetLoadsResponseMessage } from '../../protocol/engine/engine-proto.js';
 import { healthService, vllmEngineService, VLLM_ENGINE_SERVICE } from '../../protocol/engine/engine-proto.js';
-import { InvalidRequestError, parseGenerateRequest } from './request.js';
-import type { FinishReason, Scheduler, SequenceHandle } from './scheduler.js';
+import { DP_RANK_METADATA, InvalidRequestError } from './request.js';
+import type { EngineCore, GenerateCall, GenerateSink } from './engine-core.js';
 
-type GenerateCall = grpc.ServerWritableStream<GenerateRequestMessage, GenerateResponseMessage>;
+type GrpcGenerateCall = grpc.ServerWritableStream<GenerateRequestMessage, GenerateResponseMessage>;
+
+interface GetLoadsRequestMessage {
+  dp_rank?: number | null;
+  include?: string[];
+}
+
+/** What GetLoads reports as the engine's version. */
+const LOADS_VERSION = 'simulated';
 
 /** The project's GrpcStatus and grpc-js's Status share numbering; this is the one place they meet. */
 function grpcCode(code: GrpcStatus): grpc.status {
   return code as number;
 }
 
-interface ActiveCall {
-  /** Ends the call with a status (not OK) and drops its sequence; idempotent. */
-  fail(code: GrpcStatus, details: string): void;
-}
-
 export interface EngineServerDeps {
   readonly options: EngineOptions;
-  readonly scheduler: Scheduler;
+  readonly core: EngineCore;
   readonly now?: () => number;
 }
 
 export class EngineServer {
   private readonly server = new grpc.Server();
-  private readonly active = new Set<ActiveCall>();
   private readonly watchers = new Set<grpc.ServerWritableStream<{ service: string }, unknown>>();
   private readonly now: () => number;
   private readonly startedAt: number;
@@ -44,10 +46,25 @@ export class EngineServer {
     this.now = deps.now ?? Date.now;
     this.startedAt = this.now();
     this.server.addService(vllmEngineService().service, {
-      Generate: (call: GenerateCall) => this.generate(call),
+      Generate: (call: GrpcGenerateCall) => this.generate(call),
       HealthCheck: this.unary(() => ({ healthy: this.serving, message: this.serving ? 'ok' : 'shutting down' })),
+      Abort: (call: grpc.ServerUnaryCall<{ request_ids?: string[] }, unknown>, callback: grpc.sendUnaryData<unknown>) => {
+        this.deps.core.abort(call.request.request_ids ?? []);
+        callback(null, {});
+      },
       GetModelInfo: this.unary(() => this.modelInfo()),
       GetServerInfo: this.unary(() => this.serverInfo()),
+      GetLoads: (call: grpc.ServerUnaryCall<GetLoadsRequestMessage, GetLoadsResponseMessage>, callback: grpc.sendUnaryData<GetLoadsResponseMessage>) => {
+        let loads;
+        try {
+          loads = this.deps.core.loads(call.request.dp_rank);
+        } catch (error) {
+          if (!(error instanceof InvalidRequestError)) throw error;
+          callback({ code: grpcCode(GrpcStatus.INVALID_ARGUMENT), details: error.message });
+          return;
+        }
+        callback(null, { timestamp: new Date(this.now()).toISOString(), version: LOADS_VERSION, dp_rank_count: this.deps.core.ranks.length, loads });
+      },
     });
     this.server.addService(healthService().service, {
       Check: (call: grpc.ServerUnaryCall<{ service: string }, unknown>, callback: grpc.sendUnaryData<unknown>) => {
@@ -75,15 +92,10 @@ export class EngineServer {
     });
   }
 
-  /** Generate calls accepted and not ended. */
-  get activeRequests(): number {
-    return this.active.size;
-  }
-
   /** Ends in-flight calls with UNAVAILABLE, then shuts the server down (forced after graceMs). */
   async close(graceMs = 1000): Promise<void> {
     this.serving = false;
-    for (const call of [...this.active]) call.fail(GrpcStatus.UNAVAILABLE, 'simulated engine shutting down');
+    this.deps.core.failAll(GrpcStatus.UNAVAILABLE, 'simulated engine shutting down');
     for (const watcher of this.watchers) {
       watcher.write({ status: 'NOT_SERVING' });
       watcher.end();
@@ -126,72 +138,43 @@ export class EngineServer {
   }
 
   private serverInfo(): Record<string, unknown> {
-    const s = this.deps.scheduler.stats();
     return {
-      active_requests: this.active.size,
+      active_requests: this.deps.core.activeCalls,
       is_paused: false,
       last_receive_timestamp: this.lastReceiveMs / 1000,
       uptime_seconds: (this.now() - this.startedAt) / 1000,
       server_type: 'simulated-vllm-grpc',
-      num_running: s.running,
-      num_waiting: s.waiting,
-      kv_used_blocks: s.usedBlocks,
-      kv_total_blocks: s.totalBlocks,
+      data_parallel_size: this.deps.core.ranks.length,
+      ...this.deps.core.serverInfoCounts(),
     };
   }
 
-  private generate(call: GenerateCall): void {
+  private generate(call: GrpcGenerateCall): void {
     this.lastReceiveMs = this.now();
     if (!this.serving) {
       call.emit('error', { code: GrpcStatus.UNAVAILABLE, details: 'simulated engine shutting down' });
       return;
     }
-    let parsed;
+    const sink: GenerateSink = {
+      write: (message) => call.write(message),
+      end: () => call.end(),
+      fail: (code, details) => call.emit('error', { code, details }),
+    };
+    const deadline = call.getDeadline();
+    const deadlineMs = deadline instanceof Date ? deadline.getTime() : deadline;
+    const rankValue = call.metadata.get(DP_RANK_METADATA)[0];
+    let active: GenerateCall;
     try {
-      parsed = parseGenerateRequest(call.request, this.deps.options);
+      active = this.deps.core.generate(
+        call.request,
+        { metadataRank: rankValue === undefined ? undefined : String(rankValue), timeoutMs: deadlineMs - Date.now() },
+        sink,
+      );
     } catch (error) {
       if (!(error instanceof InvalidRequestError)) throw error;
       call.emit('error', { code: GrpcStatus.INVALID_ARGUMENT, details: error.message });
       return;
     }
-    const { requestId, promptIds, stream } = parsed;
-    const outputIds: number[] = [];
-    let ended = false;
-    let deadlineTimer: NodeJS.Timeout | undefined;
-    let handle: SequenceHandle | undefined;
-    const end = (): void => {
-      ended = true;
-      this.active.delete(record);
-      if (deadlineTimer) clearTimeout(deadlineTimer);
-      handle?.cancel();
-    };
-    const record: ActiveCall = {
-      fail: (code, details) => {
-        if (ended) return;
-        end();
-        call.emit('error', { code, details });
-      },
-    };
-    const onTokens = (tokenIds: readonly number[], finish: FinishReason | undefined): void => {
-      if (ended) return;
-      outputIds.push(...tokenIds);
-      const counts = { prompt_tokens: promptIds.length, completion_tokens: outputIds.length, cached_tokens: 0 };
-      if (stream) call.write({ chunk: { token_ids: [...tokenIds], ...counts } });
-      if (finish) {
-        end();
-        call.write({ complete: { output_ids: outputIds, finish_reason: finish, ...counts } });
-        call.end();
-      }
-    };
-    this.active.add(record);
-    call.on('cancelled', end);
-    const deadline = call.getDeadline();
-    const deadlineMs = deadline instanceof Date ? deadline.getTime() : deadline;
-    if (Number.isFinite(deadlineMs)) {
-      // grpc-js answers DEADLINE_EXCEEDED itself; this timer makes sure the blocks are freed too.
-      deadlineTimer = setTimeout(() => record.fail(GrpcStatus.DEADLINE_EXCEEDED, 'deadline exceeded'), Math.max(0, deadlineMs - Date.now()));
-    }
-    handle = this.deps.scheduler.submit({ promptIds, maxTokens: parsed.maxTokens }, onTokens);
-    if (ended) handle.cancel();
+    call.on('cancelled', () => active.cancel());
   }
 }

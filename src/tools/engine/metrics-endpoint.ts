@@ -1,8 +1,10 @@
 /**
  * The simulated engine's Prometheus endpoint, with vLLM's metric names so that the sidecar's
- * scraper (src/sidecar/load/engine-metrics-reader.ts) reads it exactly as it reads a real vLLM. Gauges are filled
- * at scrape time from the scheduler's stats: nothing is updated on the token path.
- * Uses its own Registry: several engines (and the sidecar) can share one process in tests.
+ * scraper (src/sidecar/load/engine-metrics-reader.ts) reads it exactly as it reads a real vLLM.
+ * Per-rank series carry vLLM's `engine` label (the dp rank, "0", "1", ...; also with one rank, as
+ * vLLM v1 does); `vllm:cache_config_info` appears once, unlabelled, since every rank has the same
+ * geometry. Values are read at scrape time from each rank's scheduler: nothing is updated on the
+ * token path. Uses its own Registry: several engines (and the sidecar) can share one process in tests.
  */
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -15,7 +17,8 @@ export interface EngineMetricsSource {
   readonly blockSize: number;
   readonly maxNumSeqs: number;
   readonly maxNumBatchedTokens: number;
-  stats(): SchedulerStats;
+  /** One entry per dp rank, index = rank. */
+  rankStats(): readonly SchedulerStats[];
 }
 
 export function createEngineRegistry(source: EngineMetricsSource): Registry {
@@ -36,14 +39,16 @@ export function createEngineRegistry(source: EngineMetricsSource): Registry {
     },
     1,
   );
+  const perRank = (read: (s: SchedulerStats) => number): [Record<'model_name' | 'engine', string>, number][] =>
+    source.rankStats().map((s, rank) => [{ ...model, engine: String(rank) }, read(s)]);
   const gauge = (name: string, help: string, read: (s: SchedulerStats) => number): void => {
     new Gauge({
       name,
       help,
-      labelNames: ['model_name'],
+      labelNames: ['model_name', 'engine'],
       registers: [registry],
       collect() {
-        this.set(model, read(source.stats()));
+        for (const [labels, value] of perRank(read)) this.set(labels, value);
       },
     });
   };
@@ -57,11 +62,11 @@ export function createEngineRegistry(source: EngineMetricsSource): Registry {
     new Counter({
       name,
       help,
-      labelNames: ['model_name'],
+      labelNames: ['model_name', 'engine'],
       registers: [registry],
       collect() {
         this.reset();
-        this.inc(model, read(source.stats()));
+        for (const [labels, value] of perRank(read)) this.inc(labels, value);
       },
     });
   };

@@ -11,13 +11,18 @@ import { OptionReader, type Env } from '../../platform/config/option-reader.js';
 import type { OptionSpec } from '../../platform/config/option-spec.js';
 
 export interface EngineOptions {
-  /** KV cache size in blocks (vLLM's num_gpu_blocks). */
+  /**
+   * Data-parallel ranks. Each rank is an engine core of its own (as in vLLM): its own scheduler,
+   * KV pool of numGpuBlocks blocks, max_num_seqs and step budget.
+   */
+  readonly dataParallelSize: number;
+  /** KV cache size in blocks (vLLM's num_gpu_blocks), per dp rank. */
   readonly numGpuBlocks: number;
   /** Tokens per KV block. */
   readonly blockSize: number;
-  /** Most sequences in the running set at once. */
+  /** Most sequences in the running set at once, per dp rank. */
   readonly maxNumSeqs: number;
-  /** Token budget of one scheduler step (decode tokens + prefill chunk tokens). */
+  /** Token budget of one scheduler step (decode tokens + prefill chunk tokens), per dp rank. */
   readonly maxNumBatchedTokens: number;
   /** Prefill speed; a step that prefills P tokens lasts P / rate seconds longer. */
   readonly prefillTokensPerS: number;
@@ -41,19 +46,30 @@ export interface EngineOptions {
 }
 
 export const ENGINE_OPTIONS = {
+  dataParallelSize: {
+    flag: '--data-parallel-size <n>',
+    env: 'DYN_SIM_ENGINE_DATA_PARALLEL_SIZE',
+    default: 1,
+    help: 'dp ranks, each with its own scheduler and KV cache; a call picks one with data_parallel_rank or x-data-parallel-rank, else the least loaded',
+  },
   numGpuBlocks: {
     flag: '--num-gpu-blocks <n>',
     env: 'DYN_SIM_ENGINE_NUM_GPU_BLOCKS',
     default: 2048,
-    help: 'KV cache size in blocks (vllm:cache_config_info num_gpu_blocks)',
+    help: 'KV cache size in blocks per dp rank (vllm:cache_config_info num_gpu_blocks)',
   },
   blockSize: { flag: '--block-size <tokens>', env: 'DYN_SIM_ENGINE_BLOCK_SIZE', default: 16, help: 'tokens per KV block' },
-  maxNumSeqs: { flag: '--max-num-seqs <n>', env: 'DYN_SIM_ENGINE_MAX_NUM_SEQS', default: 256, help: 'most sequences running at once; more wait in the queue' },
+  maxNumSeqs: {
+    flag: '--max-num-seqs <n>',
+    env: 'DYN_SIM_ENGINE_MAX_NUM_SEQS',
+    default: 256,
+    help: 'most sequences running at once per dp rank; more wait in its queue',
+  },
   maxNumBatchedTokens: {
     flag: '--max-num-batched-tokens <n>',
     env: 'DYN_SIM_ENGINE_MAX_NUM_BATCHED_TOKENS',
     default: 8192,
-    help: 'token budget of one scheduler step (decode + prefill chunks)',
+    help: 'token budget of one scheduler step per dp rank (decode + prefill chunks)',
   },
   prefillTokensPerS: {
     flag: '--prefill-tokens-per-s <rate>',
@@ -119,7 +135,11 @@ interface NumberRule {
 }
 
 const UINT32_MAX = 0xffff_ffff;
+/** Most dp ranks; vLLM has no such cap, this one keeps a typo from starting thousands of schedulers. */
+const MAX_DATA_PARALLEL_SIZE = 64;
+
 const RULES: Readonly<Record<NumericKey, NumberRule>> = {
+  dataParallelSize: { integer: true, min: 1, max: MAX_DATA_PARALLEL_SIZE },
   numGpuBlocks: { integer: true, min: 1, max: 1e8 },
   blockSize: { integer: true, min: 1, max: 65_536 },
   maxNumSeqs: { integer: true, min: 1, max: 1e6 },

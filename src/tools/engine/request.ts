@@ -12,8 +12,13 @@ export class InvalidRequestError extends Error {
   readonly code = 'ERR_INVALID_REQUEST';
 }
 
+/** gRPC metadata naming the dp rank of a call whose data_parallel_rank is unset (vLLM's X-data-parallel-rank). */
+export const DP_RANK_METADATA = 'x-data-parallel-rank';
+
 export interface ParsedGenerate {
   readonly requestId: string;
+  /** The dp rank asked for (field, else metadata), validated; undefined lets the engine pick. */
+  readonly rank: number | undefined;
   readonly promptIds: readonly number[];
   /** After clamping to --max-output-tokens and to the context left after the prompt. */
   readonly maxTokens: number;
@@ -26,8 +31,29 @@ function promptOf(request: GenerateRequestMessage, vocabSize: number): number[] 
   return [];
 }
 
-/** Throws {@link InvalidRequestError} with a message meant for the client. */
-export function parseGenerateRequest(request: GenerateRequestMessage, options: EngineOptions): ParsedGenerate {
+function rankOf(request: GenerateRequestMessage, metadataRank: string | undefined, size: number): number | undefined {
+  const range = `[0, ${size}) (data parallel size ${size})`;
+  const field = request.data_parallel_rank;
+  if (field !== undefined && field !== null) {
+    if (!Number.isInteger(field) || field < 0 || field >= size) {
+      throw new InvalidRequestError(`data_parallel_rank ${field} is out of range ${range}`);
+    }
+    return field;
+  }
+  if (metadataRank === undefined) return undefined;
+  const value = /^\s*\d{1,9}\s*$/.test(metadataRank) ? Number(metadataRank) : Number.NaN;
+  if (!(value < size)) {
+    throw new InvalidRequestError(`${DP_RANK_METADATA} ${JSON.stringify(metadataRank)} is not an integer in ${range}`);
+  }
+  return value;
+}
+
+/**
+ * Throws {@link InvalidRequestError} with a message meant for the client. `metadataRank` is the
+ * call's {@link DP_RANK_METADATA} value, read only when data_parallel_rank is unset.
+ */
+export function parseGenerateRequest(request: GenerateRequestMessage, options: EngineOptions, metadataRank?: string): ParsedGenerate {
+  const rank = rankOf(request, metadataRank, options.dataParallelSize);
   const promptIds = promptOf(request, options.vocabSize);
   if (promptIds.length === 0) {
     throw new InvalidRequestError('prompt is empty: set tokenized.input_ids or a non-blank text');
@@ -50,5 +76,5 @@ export function parseGenerateRequest(request: GenerateRequestMessage, options: E
     );
   }
   const maxTokens = Math.min(requested ?? Number.POSITIVE_INFINITY, options.maxOutputTokens, maxModelLen - promptIds.length);
-  return { requestId: request.request_id, promptIds, maxTokens, stream: request.stream };
+  return { requestId: request.request_id, rank, promptIds, maxTokens, stream: request.stream };
 }

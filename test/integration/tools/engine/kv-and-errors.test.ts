@@ -46,7 +46,8 @@ describe('KV cache with 100 blocks of 16 tokens', () => {
     expect(metricValue(body, 'vllm:num_requests_running')).toBe(3);
     expect(body).toMatch(/vllm:cache_config_info\{[^}]*num_gpu_blocks="100"[^}]*\} 1/);
     expect(body).toMatch(/vllm:cache_config_info\{[^}]*block_size="16"[^}]*\} 1/);
-    expect(body).toMatch(/vllm:kv_cache_usage_perc\{model_name="kv-test"\}/);
+    // One dp rank: its series carry engine="0", as vLLM v1's do.
+    expect(body).toMatch(/vllm:kv_cache_usage_perc\{model_name="kv-test",engine="0"\}/);
   });
 
   it("frees a cancelled call's blocks at once and admits the waiting one when enough are free", async () => {

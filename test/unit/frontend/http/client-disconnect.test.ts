@@ -31,8 +31,7 @@ function send(port: number, body: Record<string, unknown>): { received: { text: 
   return { received };
 }
 
-const chunk = (call: FakeCall, id: number) =>
-  call.send({ request_id: '', chunk: { token_ids: [id], prompt_tokens: 0, completion_tokens: 1, cached_tokens: 0 } });
+const chunk = (call: FakeCall, id: number) => call.send({ chunk: { token_ids: [id], prompt_tokens: 0, completion_tokens: 1, cached_tokens: 0 } });
 
 describe('a client that disconnects', () => {
   it('mid-stream: the worker call is cancelled, InFlight ends once, and the request counts as 499', async () => {

@@ -269,12 +269,11 @@ describe('request metrics', () => {
   it('count a request in flight while its worker is generating', async () => {
     t = testApp();
     t.workers.defaultScript = (call) =>
-      void setTimeout(() => call.send({ request_id: '', chunk: { token_ids: [1], prompt_tokens: 0, completion_tokens: 1, cached_tokens: 0 } }), 0);
+      void setTimeout(() => call.send({ chunk: { token_ids: [1], prompt_tokens: 0, completion_tokens: 1, cached_tokens: 0 } }), 0);
     const pending = chat({ stream: true });
     await waitFor(() => t.workers.calls.length === 1, 'the worker call');
     await waitFor(async () => (await metricValue(t.registry, 'dynamo_frontend_inflight_requests', { model: 'm1' })) === 1, 'one request in flight');
     t.workers.calls[0]!.send({
-      request_id: '',
       complete: { output_ids: [1], finish_reason: 'stop', prompt_tokens: 4, completion_tokens: 1, cached_tokens: 0 },
     });
     t.workers.calls[0]!.end({ code: 0, details: '' });

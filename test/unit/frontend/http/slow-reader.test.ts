@@ -22,7 +22,7 @@ const firehose =
   (limit: number) =>
   async (call: FakeCall): Promise<void> => {
     for (let i = 0; i < limit && !call.ended; i++) {
-      call.send({ request_id: '', chunk: { token_ids: [i % 64], prompt_tokens: 0, completion_tokens: i + 1, cached_tokens: 0 } });
+      call.send({ chunk: { token_ids: [i % 64], prompt_tokens: 0, completion_tokens: i + 1, cached_tokens: 0 } });
       if (i % 500 === 0) await new Promise((resolve) => setImmediate(resolve));
     }
   };

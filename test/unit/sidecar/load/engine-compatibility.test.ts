@@ -89,13 +89,17 @@ describe('README engine compatibility table', () => {
   });
 
   it.each(rows)('%s (%s) with %s: kv total %s, kv used %s, prefill tokens %s', (name, wireCell, source, total, used, prefill) => {
-    const engine = ENGINES[name!];
+    const engine = ENGINES[name];
     if (!engine) throw new Error(`README row for unknown engine ${name}`);
     expect(wireCell).toBe(engine.wire ? `\`${engine.wire}\`` : 'none');
-    const bare = kvKnown(engine, source!, undefined);
-    const withFlag = kvKnown(engine, source!, 2048);
+    const bare = kvKnown(engine, source, undefined);
+    const withFlag = kvKnown(engine, source, 2048);
     expect(withFlag.total).toBe(true); // the flag always supplies a total
-    expect({ total: bare.total ? 'yes' : 'no', used: bare.used ? 'yes' : withFlag.used ? 'with `--kv-total-blocks`' : 'no', prefill: prefillKnown(engine) ? 'yes' : 'no' }).toEqual({
+    expect({
+      total: bare.total ? 'yes' : 'no',
+      used: bare.used ? 'yes' : withFlag.used ? 'with `--kv-total-blocks`' : 'no',
+      prefill: prefillKnown(engine) ? 'yes' : 'no',
+    }).toEqual({
       total,
       used,
       prefill,

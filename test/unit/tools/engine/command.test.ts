@@ -8,6 +8,7 @@ describe('engine command', () => {
   it('documents every option in --help', async () => {
     const { out, exits } = await runMain(['engine', '--help']);
     for (const flag of [
+      '--data-parallel-size',
       '--num-gpu-blocks',
       '--block-size',
       '--max-num-seqs',

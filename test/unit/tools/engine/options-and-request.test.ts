@@ -54,4 +54,34 @@ describe('parseGenerateRequest', () => {
       InvalidRequestError,
     );
   });
+
+  describe('dp rank', () => {
+    const two = resolveEngineOptions({ dataParallelSize: 2 });
+    const base = { request_id: 'a', text: 'hi', stream: true };
+
+    it('is data_parallel_rank when set, over the x-data-parallel-rank metadata', () => {
+      expect(parseGenerateRequest({ ...base, data_parallel_rank: 1 }, two).rank).toBe(1);
+      expect(parseGenerateRequest({ ...base, data_parallel_rank: 0 }, two, '1').rank).toBe(0);
+    });
+
+    it('is the x-data-parallel-rank metadata when the field is unset, else undefined (the engine picks)', () => {
+      expect(parseGenerateRequest(base, two, '1').rank).toBe(1);
+      expect(parseGenerateRequest({ ...base, data_parallel_rank: null }, two, ' 0 ').rank).toBe(0);
+      expect(parseGenerateRequest(base, two).rank).toBeUndefined();
+    });
+
+    it.each([-1, 2, 7])('refuses data_parallel_rank %d outside [0, 2), naming the field', (rank) => {
+      expect(() => parseGenerateRequest({ ...base, data_parallel_rank: rank }, two)).toThrow(
+        new InvalidRequestError(`data_parallel_rank ${rank} is out of range [0, 2) (data parallel size 2)`),
+      );
+    });
+
+    it.each(['2', '-1', 'one', '', '1.0'])('refuses x-data-parallel-rank %j, naming the metadata', (value) => {
+      expect(() => parseGenerateRequest(base, two, value)).toThrow(/^x-data-parallel-rank ".*" is not an integer in \[0, 2\)/);
+    });
+
+    it('refuses rank 1 on a one-rank engine', () => {
+      expect(() => parseGenerateRequest({ ...base, data_parallel_rank: 1 }, options)).toThrow(/data_parallel_rank 1 is out of range \[0, 1\)/);
+    });
+  });
 });

@@ -66,4 +66,23 @@ describe('engine option table', () => {
   it('names the flag for library callers', () => {
     expect(flagsOf(() => resolveEngineOptions({ blockSize: 0, host: ' ' }))).toEqual(['--block-size', '--host']);
   });
+
+  it('takes --data-parallel-size from 1 to 64, default 1, from the flag or DYN_SIM_ENGINE_DATA_PARALLEL_SIZE', () => {
+    expect(engineOptionsFromCli({}, {}).dataParallelSize).toBe(1);
+    expect(engineOptionsFromCli({ dataParallelSize: '64' }, {}).dataParallelSize).toBe(64);
+    expect(engineOptionsFromCli({}, { DYN_SIM_ENGINE_DATA_PARALLEL_SIZE: '4' }).dataParallelSize).toBe(4);
+    expect(engineOptionsFromCli({ dataParallelSize: '2' }, { DYN_SIM_ENGINE_DATA_PARALLEL_SIZE: '4' }).dataParallelSize).toBe(2);
+    expect(resolveEngineOptions({ dataParallelSize: 3 }).dataParallelSize).toBe(3);
+  });
+
+  it.each(['0', '65', '1.5', '-1', 'two'])('refuses --data-parallel-size %j, naming the flag', (value) => {
+    expect(() => engineOptionsFromCli({ dataParallelSize: value }, {})).toThrow(/^--data-parallel-size: must be an integer >= 1 and <= 64, got /);
+  });
+
+  it('names DYN_SIM_ENGINE_DATA_PARALLEL_SIZE for a bad env value, and the flag for a library caller', () => {
+    expect(() => engineOptionsFromCli({}, { DYN_SIM_ENGINE_DATA_PARALLEL_SIZE: '0' })).toThrow(
+      'DYN_SIM_ENGINE_DATA_PARALLEL_SIZE: must be an integer >= 1 and <= 64, got 0',
+    );
+    expect(flagsOf(() => resolveEngineOptions({ dataParallelSize: 0.5 }))).toEqual(['--data-parallel-size']);
+  });
 });

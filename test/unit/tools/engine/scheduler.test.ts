@@ -151,4 +151,20 @@ describe('Scheduler', () => {
     expect(a.out.tokens).toHaveLength(seen);
     expect(b.out.tokens.length).toBeGreaterThan(seen);
   });
+
+  it("frees a cancelled running sequence's blocks at once and drops a cancelled waiting one from the queue", () => {
+    const { timers, scheduler, submit } = setup({ maxNumSeqs: 1 });
+    const running = submit(40, 100); // 3 blocks
+    const waiting = submit(40, 100, 500);
+    timers.advance(25);
+    expect(scheduler.stats()).toMatchObject({ running: 1, waiting: 1 });
+    expect(scheduler.stats().usedBlocks).toBeGreaterThanOrEqual(3);
+    waiting.handle.cancel();
+    expect(scheduler.stats()).toMatchObject({ running: 1, waiting: 0 });
+    running.handle.cancel();
+    // No step in between: the blocks are back as soon as cancel returns.
+    expect(scheduler.stats()).toMatchObject({ running: 0, waiting: 0, usedBlocks: 0 });
+    expect(timers.active).toBe(0);
+    expect(waiting.out.tokens).toHaveLength(0);
+  });
 });
