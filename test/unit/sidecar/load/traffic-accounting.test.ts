@@ -95,7 +95,9 @@ describe('TrafficAccounting', () => {
     // Not streamed: one complete with the whole output.
     const whole = accounting.tap(GENERATE)!;
     whole.request(request(16));
-    whole.response(frame('GenerateResponse', { complete: { output_ids: Array.from({ length: 12 }, () => 7), finish_reason: 'length', completion_tokens: 12 } }));
+    whole.response(
+      frame('GenerateResponse', { complete: { output_ids: Array.from({ length: 12 }, () => 7), finish_reason: 'length', completion_tokens: 12 } }),
+    );
     expect(accounting.outputTokens).toBe(22);
   });
 
