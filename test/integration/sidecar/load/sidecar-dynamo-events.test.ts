@@ -87,7 +87,7 @@ beforeAll(async () => {
   frontendSource.start();
   await waitFor(() => frontendSource.connected, 'the frontend source to connect', 10_000);
 
-  const engine = await startSimulatedEngine({ decodeStepMs: 20 });
+  const engine = await startSimulatedEngine({ decodeStepMs: 20, dataParallelSize: 2 });
   cleanups.push(() => engine.close());
   sidecar = await startSidecarProcess([
     '--upstream',
@@ -102,6 +102,9 @@ beforeAll(async () => {
     '2',
     '--load-heartbeat-ms',
     '100',
+    // No KV source, so kv_used_blocks is null: the nil encoding is checked too.
+    '--engine-load-source',
+    'traffic',
   ]);
   cleanups.push(() => sidecar.stop('SIGKILL'));
   await waitFor(() => got.length >= 10, 'ten envelopes (five heartbeats of two ranks)', 10_000);
@@ -128,7 +131,7 @@ describe('sidecar --event-format dynamo', () => {
       expect([0, 1]).toContain(r.load['dp_rank']);
       expect(isUnsignedInteger(r.load['active_decode_blocks'])).toBe(true);
       expect(isUnsignedInteger(r.load['active_prefill_tokens'])).toBe(true);
-      // No engine metrics URL: no scrape, so no KV usage: nil.
+      // --engine-load-source traffic: no KV usage, nil.
       expect(r.load['kv_used_blocks']).toBeNull();
     }
     expect(new Set(got.map((r) => r.load['dp_rank']))).toEqual(new Set([0, 1]));
