@@ -92,7 +92,7 @@ export class Generation {
     if (message.complete) {
       const reason = finishReason(message.complete.finish_reason);
       if (reason === undefined) throw this.fail(new FrontendError('worker_failed', 'the worker aborted the request'));
-      // Streaming calls repeat every token here; only ids beyond those streamed are new.
+      // Streamed calls repeat ids here: vLLM the last chunk's (DELTA output), others every id; only ids beyond those streamed are new.
       const rest = (message.complete.output_ids ?? []).slice(this.streamed);
       if (rest.length === 0) return this.done(reason);
       this.pendingDone = reason;

@@ -65,6 +65,7 @@ export interface GenerateRequestMessage {
   data_parallel_rank?: number | null;
 }
 
+/** vLLM's counters are per message (DELTA streaming); see proto/vllm/vllm_engine.proto. */
 export interface GenerateStreamChunkMessage {
   token_ids: number[];
   prompt_tokens: number;

@@ -46,6 +46,8 @@ const UINT32_MAX = 0xffff_ffff;
 class ActiveCall implements GenerateCall {
   private handle: SequenceHandle | undefined;
   private readonly outputIds: number[] = [];
+  /** The ids of the last chunk sent (streamed calls): vLLM's final complete repeats them. */
+  private lastDelta: readonly number[] = [];
   private ended = false;
   private deadlineTimer: unknown;
 
@@ -70,15 +72,24 @@ class ActiveCall implements GenerateCall {
     this.deadlineTimer = this.timers.set(() => this.fail(GrpcStatus.DEADLINE_EXCEEDED, 'deadline exceeded'), Math.max(0, timeoutMs));
   }
 
+  /**
+   * Streamed calls get what vLLM's servicer sends with RequestOutputKind.DELTA: each chunk its new
+   * ids with completion_tokens = their count, and the final complete the last chunk's ids again.
+   */
   onTokens(tokenIds: readonly number[], finish: FinishReason | undefined): void {
     if (this.ended) return;
     this.outputIds.push(...tokenIds);
-    if (this.stream) this.sink.write({ chunk: { token_ids: [...tokenIds], ...this.counts() } });
+    if (this.stream) this.chunk(tokenIds);
     if (finish) this.complete(finish);
   }
 
-  /** vLLM's abort: a last complete with finish_reason "abort" and the tokens so far, then OK. */
+  /**
+   * vLLM's abort: one last output with no new ids and finish_reason "abort" (streamed: an empty
+   * chunk, then a complete repeating it; not streamed: a complete with the ids so far), then OK.
+   */
   abort(): void {
+    if (this.ended) return;
+    if (this.stream) this.chunk([]);
     this.complete('abort');
   }
 
@@ -90,13 +101,17 @@ class ActiveCall implements GenerateCall {
     if (this.finish()) this.sink.fail(code, details);
   }
 
-  private counts(): { prompt_tokens: number; completion_tokens: number; cached_tokens: number } {
-    return { prompt_tokens: this.promptTokens, completion_tokens: this.outputIds.length, cached_tokens: 0 };
+  private chunk(tokenIds: readonly number[]): void {
+    this.lastDelta = [...tokenIds];
+    this.sink.write({ chunk: { token_ids: [...tokenIds], prompt_tokens: this.promptTokens, completion_tokens: tokenIds.length, cached_tokens: 0 } });
   }
 
   private complete(reason: WireFinishReason): void {
     if (!this.finish()) return;
-    this.sink.write({ complete: { output_ids: this.outputIds, finish_reason: reason, ...this.counts() } });
+    const ids = this.stream ? this.lastDelta : this.outputIds;
+    this.sink.write({
+      complete: { output_ids: [...ids], finish_reason: reason, prompt_tokens: this.promptTokens, completion_tokens: ids.length, cached_tokens: 0 },
+    });
     this.sink.end();
   }
 

@@ -56,7 +56,9 @@ describe('the sidecar-only demo', () => {
         stream: true,
       });
       expect(outcome.code).toBe(grpc.status.OK);
-      expect(outcome.messages.find((m) => m.complete)?.complete?.completion_tokens).toBe(5);
+      // Streamed: five one-token chunks, then the complete repeating the last (vLLM's DELTA output).
+      expect(outcome.messages.filter((m) => m.chunk).map((m) => m.chunk!.token_ids.length)).toEqual([1, 1, 1, 1, 1]);
+      expect(outcome.messages.find((m) => m.complete)?.complete?.completion_tokens).toBe(1);
     } finally {
       client.close();
     }

@@ -609,6 +609,9 @@ describe('sidecar load events end to end (real sidecar, nats-server, simulated e
         '512',
         '--worker-id',
         '99',
+        // No KV source: kv_total_blocks is the flag's, kv_used_blocks unknown (auto would ask GetLoads).
+        '--engine-load-source',
+        'traffic',
       ],
       {
         DYN_DYNAMO_REQUEST_QUEUE_LIMIT: '2',

@@ -48,7 +48,7 @@ const loads = (c: grpc.Client, request: { dp_rank?: number } = {}) => unary<GetL
 const rankLoad = async (c: grpc.Client, rank: number): Promise<SchedulerLoadMessage> => (await loads(c, { dp_rank: rank })).loads[0]!;
 
 describe('Abort', () => {
-  it('ends a stream mid-way with a complete (finish_reason "abort", the tokens so far) then OK, and frees its blocks', async () => {
+  it('ends a stream mid-way as vLLM does (an empty chunk, then a complete with finish_reason "abort" repeating it) then OK, and frees its blocks', async () => {
     const { engine, client } = await start({ decodeStepMs: 20 });
     // 40 + 900 tokens fit the 64 * 16 token context.
     const call = watch(client, { request_id: 'ab', tokenized: { input_ids: tokens(40) }, sampling_params: { max_tokens: 900 }, stream: true });
@@ -61,7 +61,9 @@ describe('Abort', () => {
     expect(last.response).toBe('complete');
     const streamed = call.messages.flatMap((m) => m.chunk?.token_ids ?? []);
     expect(call.messages.slice(0, -1).every((m) => m.response === 'chunk')).toBe(true);
-    expect(last.complete).toMatchObject({ finish_reason: 'abort', output_ids: streamed, completion_tokens: streamed.length, prompt_tokens: 40 });
+    expect(call.messages.at(-2)?.chunk).toMatchObject({ token_ids: [], completion_tokens: 0 });
+    expect(last.complete).toMatchObject({ finish_reason: 'abort', output_ids: [], completion_tokens: 0, prompt_tokens: 40 });
+    expect(streamed.length).toBeGreaterThanOrEqual(3);
     expect(streamed.length).toBeLessThan(900);
     expect(await rankLoad(client, 0)).toMatchObject({ num_running_reqs: 0, num_waiting_reqs: 0, num_total_reqs: 0, num_used_tokens: 0, token_usage: 0 });
     expect(engine.stats()).toMatchObject({ running: 0, usedBlocks: 0 });

@@ -30,7 +30,7 @@ afterAll(async () => {
 });
 
 describe('Generate', () => {
-  it('streams one chunk per token then a complete whose completion_tokens equals the tokens streamed', async () => {
+  it("streams one chunk per token then a complete repeating the last chunk, with vLLM's per-message counters (DELTA output)", async () => {
     const out = await generate(client, { request_id: 'r1', tokenized: { input_ids: tokens(40) }, sampling_params: { max_tokens: 12 }, stream: true });
     expect(out.code).toBe(0);
     const chunks = out.messages.flatMap((m) => (m.response === 'chunk' && m.chunk ? [m.chunk] : []));
@@ -39,12 +39,13 @@ describe('Generate', () => {
     const streamed = chunks.flatMap((c) => c.token_ids);
     expect(streamed).toHaveLength(12);
     const complete = completeOf(out);
-    expect(complete.completion_tokens).toBe(12);
-    expect(complete.output_ids).toEqual(streamed);
+    // As SMG's vLLM servicer streams: the complete carries the last chunk again, and each
+    // message's completion_tokens counts its own ids.
+    expect(complete.output_ids).toEqual(chunks.at(-1)!.token_ids);
+    expect(complete.completion_tokens).toBe(1);
     expect(complete.prompt_tokens).toBe(40);
     expect(complete.finish_reason).toBe('length');
-    // Counters in chunks are cumulative.
-    expect(chunks.map((c) => c.completion_tokens)).toEqual(Array.from({ length: 12 }, (_, i) => i + 1));
+    expect(chunks.map((c) => c.completion_tokens)).toEqual(chunks.map((c) => c.token_ids.length));
   });
 
   it('sends only the complete message when stream is false', async () => {

@@ -106,14 +106,14 @@ function rawGenerate(request: Buffer): Promise<{ messages: Buffer[]; status: grp
 }
 
 describe('GenerateResponse bytes', () => {
-  it('is one field: a chunk (field 1, first byte 0x0a) per token, then a complete (field 2, first byte 0x12)', async () => {
+  it('is one field: a chunk (field 1, first byte 0x0a) per token, then a complete (field 2, first byte 0x12) repeating the last chunk', async () => {
     const { messages, status } = await rawGenerate(generateRequest('raw-1', [5, 6, 7], 3, true));
     expect(status.code).toBe(grpc.status.OK);
     expect(messages).toHaveLength(4);
     const chunks = messages.slice(0, 3);
     const complete = messages[3]!;
     const streamed: number[] = [];
-    chunks.forEach((chunk, i) => {
+    chunks.forEach((chunk) => {
       expect(chunk[0]).toBe(0x0a);
       const top = fields(chunk);
       expect(top).toHaveLength(1);
@@ -124,7 +124,7 @@ describe('GenerateResponse bytes', () => {
       expect(ids).toHaveLength(1);
       streamed.push(...ids);
       expect(inner.find((f) => f.field === 2)?.value).toBe(3);
-      expect(inner.find((f) => f.field === 3)?.value).toBe(i + 1);
+      expect(inner.find((f) => f.field === 3)?.value).toBe(1); // vLLM's DELTA output: this chunk's own count
     });
     expect(complete[0]).toBe(0x12);
     const top = fields(complete);
@@ -132,10 +132,11 @@ describe('GenerateResponse bytes', () => {
     expect(top[0]).toMatchObject({ field: 2, wireType: 2 });
     // GenerateComplete: output_ids 1 (packed), finish_reason 2, prompt_tokens 3, completion_tokens 4.
     const inner = fields(top[0]!.value as Buffer);
-    expect(decodePacked(inner.find((f) => f.field === 1)!.value as Buffer)).toEqual(streamed);
+    // Streamed: the complete repeats the last chunk, as vLLM's servicer does.
+    expect(decodePacked(inner.find((f) => f.field === 1)!.value as Buffer)).toEqual(streamed.slice(-1));
     expect((inner.find((f) => f.field === 2)!.value as Buffer).toString()).toBe('length');
     expect(inner.find((f) => f.field === 3)?.value).toBe(3);
-    expect(inner.find((f) => f.field === 4)?.value).toBe(3);
+    expect(inner.find((f) => f.field === 4)?.value).toBe(1);
   });
 
   it('is a complete alone (first byte 0x12) when stream is false', async () => {

@@ -89,7 +89,7 @@ describe('EngineCore dp ranks', () => {
 });
 
 describe('EngineCore Abort', () => {
-  it('ends a running call with a complete whose finish_reason is "abort" and the tokens so far, then OK, and frees its blocks at once', () => {
+  it('ends a running streamed call with an empty chunk and a complete (finish_reason "abort") repeating it, then OK, and frees its blocks at once', () => {
     const { core, start, timers } = setup();
     const { sink } = start({ request_id: 'x' });
     timers.advance(31); // prefill (0.4 ms), then three decode steps: 4 tokens
@@ -99,9 +99,10 @@ describe('EngineCore Abort', () => {
     expect(core.abort(['x'])).toBe(1);
     expect(core.stats()).toMatchObject({ running: 0, waiting: 0, usedBlocks: 0 });
     expect(core.activeCalls).toBe(0);
-    expect(sink.messages.at(-1)).toEqual({
-      complete: { output_ids: streamed, finish_reason: 'abort', prompt_tokens: 40, completion_tokens: streamed.length, cached_tokens: 0 },
-    });
+    expect(sink.messages.slice(-2)).toEqual([
+      { chunk: { token_ids: [], prompt_tokens: 40, completion_tokens: 0, cached_tokens: 0 } },
+      { complete: { output_ids: [], finish_reason: 'abort', prompt_tokens: 40, completion_tokens: 0, cached_tokens: 0 } },
+    ]);
     expect(sink.ending).toEqual({ code: GrpcStatus.OK, details: '' });
     const seen = sink.messages.length;
     timers.advance(100);
