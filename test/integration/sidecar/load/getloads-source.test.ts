@@ -13,14 +13,10 @@ import { startSidecarProcess, type SidecarProcess } from '../../../support/sidec
 import { startTestEngine } from '../../../support/test-engine.js';
 import { engineClient, startGenerate, tokens, unary } from '../../../support/vllm-client.js';
 import { waitFor } from '../../../support/wait.js';
+import { runCleanups } from '../../../support/cleanups.js';
 
 const cleanups: (() => unknown)[] = [];
-afterAll(async () => {
-  for (const c of cleanups.splice(0).reverse())
-    await Promise.resolve()
-      .then(c)
-      .catch(() => undefined);
-});
+afterAll(() => runCleanups(cleanups));
 
 const BLOCK_SIZE = 16;
 const POLL_MS = 100;

@@ -17,6 +17,7 @@ import { recordingLogger } from '../../../support/recording-logger.js';
 import { startSidecarProcess, type SidecarProcess } from '../../../support/sidecar-process.js';
 import { engineClient, tokens } from '../../../support/vllm-client.js';
 import { waitFor } from '../../../support/wait.js';
+import { runCleanups } from '../../../support/cleanups.js';
 
 const unpackr = new Unpackr({ useRecords: false, mapsAsObjects: true, int64AsType: 'bigint' });
 const ENVELOPE_KEYS = ['payload', 'published_at', 'published_at_ns', 'publisher_id', 'sequence', 'topic'];
@@ -42,12 +43,7 @@ interface Received {
 
 // Everything started is stopped at the end, last started first, even when a test fails.
 const cleanups: (() => unknown)[] = [];
-afterAll(async () => {
-  for (const c of cleanups.splice(0).reverse())
-    await Promise.resolve()
-      .then(c)
-      .catch(() => undefined);
-});
+afterAll(() => runCleanups(cleanups));
 
 let sidecar: SidecarProcess;
 let got: Received[];

@@ -18,6 +18,7 @@ import { startNatsServer, type NatsServerHandle } from '../../../support/nats-se
 import { startSidecarProcess, type SidecarProcess } from '../../../support/sidecar-process.js';
 import { engineClient, generate, tokens } from '../../../support/vllm-client.js';
 import { waitFor } from '../../../support/wait.js';
+import { runCleanups } from '../../../support/cleanups.js';
 
 const FIELDS = [
   'worker_id',
@@ -47,12 +48,7 @@ const median = (values: number[]): number => {
 
 // Everything a test starts is stopped after it, last started first, even when it fails.
 const cleanups: (() => unknown)[] = [];
-afterEach(async () => {
-  for (const c of cleanups.splice(0).reverse())
-    await Promise.resolve()
-      .then(c)
-      .catch(() => undefined);
-});
+afterEach(() => runCleanups(cleanups));
 
 let nats: NatsServerHandle;
 beforeAll(async () => {

@@ -17,6 +17,7 @@ import { startNatsServer } from '../../../support/nats-server.js';
 import { startSidecarProcess, type SidecarProcess } from '../../../support/sidecar-process.js';
 import { engineClient, startGenerate, tokens } from '../../../support/vllm-client.js';
 import { waitFor } from '../../../support/wait.js';
+import { runCleanups } from '../../../support/cleanups.js';
 
 const PROTO_ROOT = fileURLToPath(new URL('../../../../proto/', import.meta.url));
 
@@ -55,12 +56,7 @@ const WorkerLoad = (() => {
 
 // Everything a test starts is stopped after it, last started first, even when it fails.
 const cleanups: (() => unknown)[] = [];
-afterEach(async () => {
-  for (const c of cleanups.splice(0).reverse())
-    await Promise.resolve()
-      .then(c)
-      .catch(() => undefined);
-});
+afterEach(() => runCleanups(cleanups));
 
 async function engine(options: Partial<EngineOptions>): Promise<RunningEngine> {
   const e = await startSimulatedEngine(options);
