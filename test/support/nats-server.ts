@@ -30,7 +30,8 @@ export class NatsServerNotInstalledError extends Error {
 
 const START_TIMEOUT_MS = 10_000;
 
-function findBinary(): string {
+/** The nats-server binary: `NATS_SERVER_BIN`, else the first that runs of the usual places. */
+export function natsServerBinary(): string {
   const candidates = [process.env['NATS_SERVER_BIN'], 'nats-server', '/usr/sbin/nats-server', '/usr/local/bin/nats-server'].filter((c): c is string => !!c);
   for (const c of candidates) {
     const probe = spawnSync(c, ['--version'], { stdio: 'ignore' });
@@ -59,7 +60,7 @@ function accepts(port: number): Promise<boolean> {
 }
 
 export async function startNatsServer(options: { start?: boolean } = {}): Promise<NatsServerHandle> {
-  const bin = findBinary();
+  const bin = natsServerBinary();
   const port = await freePort();
   let child: ChildProcess | undefined;
 

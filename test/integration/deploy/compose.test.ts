@@ -12,6 +12,7 @@ import { fileURLToPath } from 'node:url';
 import { parse } from 'yaml';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runCleanups } from '../../support/cleanups.js';
+import { natsServerBinary } from '../../support/nats-server.js';
 import { startSidecarProcess, SIDECAR_BIN } from '../../support/sidecar-process.js';
 import { SystemUnderTest } from '../../support/system-processes.js';
 import { waitFor } from '../../support/wait.js';
@@ -65,12 +66,6 @@ async function freePort(): Promise<number> {
   const { port } = server.address() as { port: number };
   await new Promise((resolve) => server.close(resolve));
   return port;
-}
-
-function natsServerBinary(): string {
-  for (const candidate of [process.env['NATS_SERVER_BIN'], 'nats-server', '/usr/sbin/nats-server'])
-    if (candidate && spawnSync(candidate, ['--version'], { stdio: 'ignore' }).status === 0) return candidate;
-  throw new Error('nats-server not found (.ci/setup.sh installs it)');
 }
 
 let surface: CliSurface;
