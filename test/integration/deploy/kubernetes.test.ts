@@ -256,6 +256,19 @@ describe('deploy/kubernetes', () => {
     expect(metricsUrl.host).toBe(`127.0.0.1:${argValue(container(simulated, 'engine').args ?? [], '--metrics-port')}`);
   });
 
+  it("opens the frontends' HTTP port only, its admin API staying on the pod's loopback", () => {
+    for (const name of NATS_LAYERS) {
+      const built = layer(name);
+      const frontendPod = deployment(built, 'dynamo-frontend');
+      const frontend = container(frontendPod, 'frontend');
+      const policies = built.policies.filter((p) => selects(p.spec?.podSelector?.matchLabels, podLabels(frontendPod)));
+      expect(policies.length, name).toBe(1);
+      const ports = (policies[0]!.spec!.ingress ?? []).map((rule) => (rule.ports ?? []).map((p) => containerPort(frontend, p.port!)));
+      expect(ports, name).toEqual([[containerPort(frontend, 'http')]]);
+      expect(requiredEnv(frontend, 'DYN_FRONTEND_ADMIN_ADDRESS'), name).toMatch(/^127\.0\.0\.1:\d+$/);
+    }
+  });
+
   it('probes the sidecar on /ready and /live of its system port, and the frontend on /ready and /live of its HTTP port', () => {
     for (const name of LAYERS) {
       const built = layer(name);
