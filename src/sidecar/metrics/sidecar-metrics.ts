@@ -66,6 +66,7 @@ export class SidecarMetrics {
       registers,
     });
     this.rejectionsByReason = { queue_full: byReason.labels('queue_full'), queue_timeout: byReason.labels('queue_timeout') };
+    for (const child of Object.values(this.rejectionsByReason)) child.inc(0); // both series from the start, so rate() sees the first one
     new Gauge({
       name: 'dynamo_sidecar_engine_request_limit',
       help: 'Max calls in the engine (N) in force; 0 means admission off.',
@@ -88,12 +89,13 @@ export class SidecarMetrics {
       labelNames: ['source'],
       registers,
     });
+    for (const source of ['api', 'sighup'] as const) this.admissionChanges.inc({ source }, 0);
     new Gauge({
-      name: 'dynamo_sidecar_retry_pushback_ms',
-      help: 'grpc-retry-pushback-ms a refusal would carry now: the fixed value, or the adaptive estimate before its jitter.',
+      name: 'dynamo_sidecar_retry_pushback_seconds',
+      help: 'grpc-retry-pushback-ms a refusal would carry now, in seconds: the fixed value, or the adaptive estimate before its jitter.',
       registers,
       collect() {
-        this.set(admission.retryPushbackMs());
+        this.set(admission.retryPushbackMs() / 1000);
       },
     });
     this.queueWait = new Histogram({
