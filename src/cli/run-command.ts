@@ -66,7 +66,7 @@ function describeAdmission(config: SidecarConfig): string {
     : `engine request limit ${limit} + queue ${config.requestQueueLimit} (hard cap ${limit + config.requestQueueLimit})`;
 }
 
-async function runSidecar(requested: SidecarConfig, io: CommandIo, flags: RawFlags = {}): Promise<void> {
+async function runSidecar(requested: SidecarConfig, io: CommandIo, flags: RawFlags): Promise<void> {
   const logger = createLogger({ level: requested.logLevel, sink: io.stderr, base: { service: 'dynamo-sidecar' } });
   let onHangup = (): void => logger.warn('SIGHUP received before the sidecar started; ignored');
   const stopIgnoringHangup = keepRunningOnHangup(io, () => onHangup());
@@ -115,7 +115,13 @@ async function runSidecar(requested: SidecarConfig, io: CommandIo, flags: RawFla
   });
 
   // SIGHUP re-reads --config-file and applies its live settings (docs/operations/admission.md).
-  onHangup = () => void reloadConfigFile({ flags, env: io.env, startup: config, control: sidecar.admission, logger });
+  onHangup = () => {
+    try {
+      reloadConfigFile({ flags, env: io.env, startup: config, control: sidecar.admission, logger });
+    } catch (err) {
+      logger.error('SIGHUP: config file not applied, settings unchanged', { error: redactUrlCredentials((err as Error).message) });
+    }
+  };
 
   const statusEveryMs = config.statusIntervalMs ?? (demo ? DEMO_STATUS_INTERVAL_MS : 0);
   const status = statusEveryMs > 0 ? new StatusLine(sidecar, io.stdout, statusEveryMs) : undefined;
