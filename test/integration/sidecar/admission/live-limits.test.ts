@@ -76,13 +76,8 @@ describe('N changed under load through the admin API (30 callers, Q = 32)', () =
     // Calls the engine held at the moment each HEADERS reached it, by phase.
     let phase = 'N=8';
     const heldAtArrival: { phase: string; tag: number; held: number }[] = [];
-    const arrivals = engine.headerArrivals as string[];
-    const push = arrivals.push.bind(arrivals);
-    arrivals.push = (...tags: string[]) => {
-      for (const tag of tags) heldAtArrival.push({ phase, tag: Number(tag), held: engine.held });
-      return push(...tags);
-    };
-    cleanups.push(() => (arrivals.push = push));
+    engine.onHeaderArrival = (tag) => heldAtArrival.push({ phase, tag: Number(tag), held: engine.held });
+    cleanups.push(() => (engine.onHeaderArrival = undefined));
     engine.resetStats();
     const lanes = Array.from({ length: CALLERS }, lane);
     let releasing = true;
