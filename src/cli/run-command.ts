@@ -15,6 +15,8 @@ import { createLogger, redactUrlCredentials, type Logger } from '../platform/log
 import { startSidecar, type RunningSidecar } from '../sidecar/sidecar.js';
 import { USAGE_EXIT_CODE, applyUsageExit, keepRunningOnHangup, onFirstSignal, waitForSignal, type CommandIo } from '../platform/command-io.js';
 import { StatusLine } from '../sidecar/status-line.js';
+import { reloadConfigFile } from '../sidecar/config-reload.js';
+import { setTimeout as sleep } from 'node:timers/promises';
 
 /** Demo mode limits, when the user set none: small enough that a load of 200 shows rejections. */
 export const DEMO_ENGINE_REQUEST_LIMIT = 32;
@@ -52,7 +54,7 @@ export function registerRunCommand(program: Command, io: CommandIo): Command {
       for (const problem of err.problems) io.stderr.write(`dynamo-sidecar: ${redactUrlCredentials(problem)}\n`);
       return io.exit(USAGE_EXIT_CODE);
     }
-    await runSidecar(config, io);
+    await runSidecar(config, io, flags);
   });
   return run;
 }
@@ -64,9 +66,10 @@ function describeAdmission(config: SidecarConfig): string {
     : `engine request limit ${limit} + queue ${config.requestQueueLimit} (hard cap ${limit + config.requestQueueLimit})`;
 }
 
-async function runSidecar(requested: SidecarConfig, io: CommandIo): Promise<void> {
+async function runSidecar(requested: SidecarConfig, io: CommandIo, flags: RawFlags): Promise<void> {
   const logger = createLogger({ level: requested.logLevel, sink: io.stderr, base: { service: 'dynamo-sidecar' } });
-  const stopIgnoringHangup = keepRunningOnHangup(io, () => logger.warn('SIGHUP received; configuration reload is not supported yet, ignoring'));
+  let onHangup = (): void => logger.warn('SIGHUP received before the sidecar started; ignored');
+  const stopIgnoringHangup = keepRunningOnHangup(io, () => onHangup());
   // A mistyped setting would otherwise be ignored in silence (DYN_ENGINE_REQUEST_LIMT: admission off).
   const knownEnv = (Object.values(SIDECAR_OPTIONS) as OptionSpec[]).map((spec) => spec.env);
   for (const typo of findEnvTypos(io.env, knownEnv)) logger.warn(describeEnvTypo(typo), { variable: typo.name, suggestion: typo.suggestion });
@@ -111,8 +114,17 @@ async function runSidecar(requested: SidecarConfig, io: CommandIo): Promise<void
     ...(config.load.servedModelName === undefined ? {} : { model: config.load.servedModelName }),
   });
 
+  // SIGHUP re-reads --config-file and applies its live settings (docs/operations/admission.md).
+  onHangup = () => {
+    try {
+      reloadConfigFile({ flags, env: io.env, startup: config, control: sidecar.admission, logger });
+    } catch (err) {
+      logger.error('SIGHUP: config file not applied, settings unchanged', { error: redactUrlCredentials((err as Error).message) });
+    }
+  };
+
   const statusEveryMs = config.statusIntervalMs ?? (demo ? DEMO_STATUS_INTERVAL_MS : 0);
-  const status = statusEveryMs > 0 ? new StatusLine(sidecar, config, io.stdout, statusEveryMs) : undefined;
+  const status = statusEveryMs > 0 ? new StatusLine(sidecar, io.stdout, statusEveryMs) : undefined;
 
   const signal = await waitForSignal(io);
   status?.stop();
@@ -126,7 +138,12 @@ async function runSidecar(requested: SidecarConfig, io: CommandIo): Promise<void
 }
 
 async function shutdown(sidecar: RunningSidecar, engine: RunningEngine | undefined, config: SidecarConfig, logger: Logger, signal: string): Promise<void> {
-  logger.info('shutting down', { signal, grace_ms: config.drainGraceMs });
+  logger.info('shutting down', { signal, grace_ms: config.drainGraceMs, delay_ms: config.drainDelayMs });
+  if (config.drainDelayMs > 0) {
+    // Not ready and draining in the load events at once, still serving while endpoints are taken out.
+    sidecar.announceDrain();
+    await sleep(config.drainDelayMs);
+  }
   const { remaining } = await sidecar.drain(config.drainGraceMs);
   if (remaining > 0) logger.warn('grace period over: cutting remaining calls', { remaining });
   await sidecar.close();

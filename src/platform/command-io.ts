@@ -72,9 +72,9 @@ export function onFirstSignal(io: CommandIo, handler: () => void): () => void {
 }
 
 /**
- * SIGHUP's default action ends the process at once (exit 129: no drain, no log line). Until
- * configuration reload exists, call `onHangup` (which logs) instead and keep running; a later
- * change may reload here. Returns a function that removes the listener.
+ * SIGHUP's default action ends the process at once (exit 129: no drain, no log line). Call
+ * `onHangup` instead (a configuration reload, or a log line) and keep running. Returns a
+ * function that removes the listener.
  */
 export function keepRunningOnHangup(io: CommandIo, onHangup: () => void): () => void {
   const listener = (): void => onHangup();

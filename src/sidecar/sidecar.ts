@@ -6,20 +6,21 @@
  */
 import { performance } from 'node:perf_hooks';
 import { Registry } from 'prom-client';
+import { AdmissionControl, gateLimits } from './admission/admission-control.js';
 import { AdmissionGate } from './admission/gate.js';
 import { RejectionLog } from './admission/rejection-log.js';
 import { resolveAdvertiseAddress } from './config/advertise-address.js';
 import { formatHostPort, type HostPort } from '../platform/config/host-port.js';
-import type { SidecarConfig } from './config/sidecar-config.js';
+import { admissionSettingsOf, type SidecarConfig } from './config/sidecar-config.js';
 import { LoadReporting } from './load/load-reporting.js';
 import type { Logger } from '../platform/log.js';
 import { SidecarMetrics } from './metrics/sidecar-metrics.js';
 import type { CallClock, CallContext, CallObserver } from './proxy/call-context.js';
-import { overloadResponse } from './proxy/call-error.js';
 import { DispatchBatch } from './proxy/dispatch-batch.js';
 import { HealthService } from './proxy/health-service.js';
 import { Ingress } from './proxy/ingress.js';
 import { UpstreamPool } from './proxy/upstream.js';
+import { AdminApi } from './system/admin-api.js';
 import { SystemServer } from './system/system-server.js';
 
 const realClock: CallClock = {
@@ -43,12 +44,16 @@ export interface RunningSidecar {
   /** host:port frontends use to reach the ingress (grpc_address in load events). */
   readonly grpcAddress: string;
   readonly gate: AdmissionGate;
+  /** The live admission settings (admin API, SIGHUP). */
+  readonly admission: AdmissionControl;
   readonly registry: Registry;
   readonly draining: boolean;
   /** NATS subject of the load events. */
   readonly loadSubject: string;
   /** Calls rejected and Generate output tokens seen so far (for the status line). */
   counters(): { rejected: number; outputTokens: number };
+  /** Reports draining (not ready, draining load events) while still admitting calls: the first step of a drain with a delay. */
+  announceDrain(): void;
   /** Stops admitting (new calls get UNAVAILABLE) and resolves when admitted calls are done or graceMs passed. */
   drain(graceMs: number): Promise<{ remaining: number }>;
   close(): Promise<void>;
@@ -61,25 +66,21 @@ export async function startSidecar(config: SidecarConfig, deps: SidecarDeps): Pr
 
   const stateListeners = new Set<() => void>();
   const notifyState = (): void => stateListeners.forEach((listener) => listener());
-  const limits = config.engineRequestLimit === undefined ? undefined : { limit: config.engineRequestLimit, queueLimit: config.requestQueueLimit };
   let onGateChange = (): void => {};
   const gateListener = { onChange: () => onGateChange() };
-  const gate = limits ? new AdmissionGate(limits.limit, limits.queueLimit, gateListener) : new AdmissionGate(Infinity, 0, gateListener);
+  const { limit, queueLimit } = gateLimits(config);
+  const gate = new AdmissionGate(limit, queueLimit, gateListener);
 
   const { connections } = config;
   const upstream = new UpstreamPool({ target, pingIntervalMs: connections.upstreamPingIntervalMs, pingTimeoutMs: connections.upstreamPingTimeoutMs }, logger);
   let draining = false;
+  let drainAnnounced = false;
 
   const registry = new Registry();
-  const metrics = new SidecarMetrics(
-    registry,
-    { gate, engineRequestLimit: config.engineRequestLimit, requestQueueLimit: config.requestQueueLimit },
-    () => upstream.reachable,
-  );
+  const metrics = new SidecarMetrics(registry, { gate, retryPushbackMs: (): number => admission.pushback.estimateMs() }, () => upstream.reachable);
   const reporting = new LoadReporting({
     config: config.load,
     gate,
-    admission: limits,
     listenPort: config.listen.port,
     engine: upstream,
     defaultEngineMetricsUrl: deps.engineMetricsUrl,
@@ -87,6 +88,14 @@ export async function startSidecar(config: SidecarConfig, deps: SidecarDeps): Pr
     logger,
   });
   onGateChange = () => reporting.syncAdmission();
+  const admission: AdmissionControl = new AdmissionControl({
+    gate,
+    settings: admissionSettingsOf(config),
+    metrics,
+    onChange: () => reporting.admissionChanged(),
+    logger,
+    now: () => realClock.now(),
+  });
   const admissionState = (): Record<string, unknown> => ({ engine_request: gate.inEngine, request_queue: gate.queued });
   const rejectionLog = new RejectionLog(logger, admissionState);
   const observer: CallObserver = {
@@ -95,19 +104,26 @@ export async function startSidecar(config: SidecarConfig, deps: SidecarDeps): Pr
       reporting.rejected();
     },
     dispatched: (headers) => reporting.tap(headers),
+    slotReleased: (heldMs) => admission.pushback.slotHeld(heldMs),
   };
 
   const context: CallContext = {
     gate,
     upstream,
     metrics,
-    rejectionResponse: overloadResponse(config.retryPushbackMs),
+    get rejectionResponse() {
+      return admission.rejectionResponse();
+    },
+    get queueTimeoutMs() {
+      return admission.queueTimeoutMs;
+    },
     clock: realClock,
     scheduleDispatch: new DispatchBatch().schedule,
     logger,
     observer,
   };
-  const notReadyReason = (): string | undefined => (draining ? 'worker draining' : upstream.reachable ? undefined : upstream.unreachableReason);
+  const notReadyReason = (): string | undefined =>
+    draining || drainAnnounced ? 'worker draining' : upstream.reachable ? undefined : upstream.unreachableReason;
   const health = new HealthService({
     serving: () => notReadyReason() === undefined,
     onChange: (listener) => {
@@ -130,6 +146,7 @@ export async function startSidecar(config: SidecarConfig, deps: SidecarDeps): Pr
     registry,
     readiness: { notReadyReason },
     load: () => ({ subject: reporting.subject, upstream_reachable: upstream.reachable, ranks: reporting.current() }),
+    admin: new AdminApi({ token: config.adminToken, control: admission, gate, logger: logger.child({ component: 'admin-api' }) }),
     logger,
     metricsCacheMs: config.metricsCacheMs,
     idleTimeoutMs: connections.idleTimeoutMs,
@@ -158,12 +175,20 @@ export async function startSidecar(config: SidecarConfig, deps: SidecarDeps): Pr
     upstreamAddress: upstream.address,
     grpcAddress,
     gate,
+    admission,
     registry,
     get draining() {
       return draining;
     },
     loadSubject: reporting.subject,
     counters: () => ({ rejected: rejectionLog.total, outputTokens: reporting.outputTokens }),
+    announceDrain() {
+      if (draining || drainAnnounced) return;
+      drainAnnounced = true;
+      notifyState();
+      reporting.setDraining();
+      logger.info('draining announced: reported not ready, still admitting calls until the drain delay is over', admissionState());
+    },
     async drain(graceMs) {
       if (!draining) {
         draining = true;

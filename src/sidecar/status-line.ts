@@ -2,7 +2,6 @@
  * A compact status line on stdout every few seconds, for people watching the demo:
  *   [status] engine 32/32 | queued 16/16 | rejected 1520 (+304/s) | 2310 tok/s | upstream up
  */
-import type { SidecarConfig } from './config/sidecar-config.js';
 import type { RunningSidecar } from './sidecar.js';
 
 export class StatusLine {
@@ -11,7 +10,6 @@ export class StatusLine {
 
   constructor(
     private readonly sidecar: RunningSidecar,
-    private readonly config: SidecarConfig,
     private readonly out: { write(text: string): unknown },
     intervalMs: number,
     private readonly now: () => number = Date.now,
@@ -28,9 +26,10 @@ export class StatusLine {
     const rejectRate = Math.round((counters.rejected - this.last.rejected) / seconds);
     const tokenRate = Math.round((counters.outputTokens - this.last.outputTokens) / seconds);
     this.last = { at: this.now(), ...counters };
-    const limit = this.config.engineRequestLimit;
-    const engine = limit === undefined ? `engine ${gate.inEngine}` : `engine ${gate.inEngine}/${limit}`;
-    const queue = limit === undefined ? 'queue off' : `queued ${gate.queued}/${this.config.requestQueueLimit}`;
+    // N and Q as in force now: they change live (admin API, SIGHUP).
+    const off = gate.limit === Infinity;
+    const engine = off ? `engine ${gate.inEngine}` : `engine ${gate.inEngine}/${gate.limit}`;
+    const queue = off ? 'queue off' : `queued ${gate.queued}/${gate.queueLimit}`;
     return `[status] ${engine} | ${queue} | rejected ${counters.rejected} (+${rejectRate}/s) | ${tokenRate} tok/s${this.sidecar.draining ? ' | draining' : ''}`;
   }
 

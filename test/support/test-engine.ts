@@ -49,6 +49,8 @@ export interface TestEngine {
    * streams may complete in another order).
    */
   readonly headerArrivals: readonly string[];
+  /** Called as each `x-tag`ged call's HEADERS reach the engine, once headerArrivals has it: what the engine holds at that moment can be read then. */
+  onHeaderArrival?: ((tag: string) => void) | undefined;
   readonly held: number;
   /** Tags of the calls held right now. */
   readonly heldTags: readonly string[];
@@ -81,7 +83,10 @@ export async function startTestEngine(port = 0, options: grpc.ChannelOptions = {
         next({
           onReceiveMetadata: (metadata, passOn) => {
             const tag = metadata.get('x-tag')[0];
-            if (tag !== undefined) headerArrivals.push(String(tag));
+            if (tag !== undefined) {
+              headerArrivals.push(String(tag));
+              engine.onHeaderArrival?.(String(tag));
+            }
             passOn(metadata);
           },
         }),

@@ -1,7 +1,7 @@
 /**
- * Reads a command's option values, flag over environment, into typed values, collecting every
- * problem (each naming the flag or variable it came from) so a command reports them all at once
- * with ConfigError. Sources are injected, so tests need no real environment. An empty
+ * Reads a command's option values, flag over environment (over a config file's values, when one
+ * is given), into typed values, collecting every problem (each naming the flag or variable it
+ * came from) so a command reports them all at once with ConfigError. Sources are injected, so tests need no real environment. An empty
  * environment variable counts as unset, as compose files use `VAR=` to clear one.
  *
  * An unset option (or one whose value is refused) reads as its table entry's `default`, so the
@@ -19,7 +19,14 @@ type Key<S extends Specs> = keyof S & string;
 /** The type of a table entry's `default`, or `undefined` when it has none. */
 export type DefaultOf<S extends Specs, K extends keyof S> = S[K] extends { readonly default: infer D } ? D : undefined;
 
-/** Reads option values with flag-over-env precedence and names the source in every problem. */
+/** Values by environment-variable name from a third, lowest source (a config file), and how a problem names one. */
+export interface FallbackValues {
+  readonly values: Env;
+  /** e.g. `DYN_ENGINE_REQUEST_LIMIT (line 3 of /etc/sidecar.env)`. */
+  source(name: string): string;
+}
+
+/** Reads option values with flag-over-env(-over-fallback) precedence and names the source in every problem. */
 export class OptionReader<S extends Specs> {
   readonly problems: string[] = [];
 
@@ -27,9 +34,10 @@ export class OptionReader<S extends Specs> {
     private readonly flags: Readonly<Record<string, string | boolean | undefined>>,
     private readonly env: Env,
     private readonly specs: S,
+    private readonly fallback?: FallbackValues,
   ) {}
 
-  /** The raw value and a label such as `--engine-request-limit` or `DYN_ENGINE_REQUEST_LIMIT`. */
+  /** The raw value and a label such as `--engine-request-limit`, `DYN_ENGINE_REQUEST_LIMIT` or the fallback's label. */
   raw(key: Key<S>): { value: string; source: string } | undefined {
     const spec: OptionSpec | undefined = this.specs[key];
     if (spec === undefined) return undefined;
@@ -37,6 +45,8 @@ export class OptionReader<S extends Specs> {
     if (flagValue !== undefined && flagValue !== false && spec.flag) return { value: String(flagValue), source: spec.flag.replace(/ .*/, '') };
     const envValue = this.env[spec.env];
     if (envValue !== undefined && envValue.trim() !== '') return { value: envValue, source: spec.env };
+    const fileValue = this.fallback?.values[spec.env];
+    if (fileValue !== undefined && fileValue.trim() !== '') return { value: fileValue, source: this.fallback!.source(spec.env) };
     return undefined;
   }
 

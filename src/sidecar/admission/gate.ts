@@ -1,10 +1,17 @@
 /**
  * AdmissionGate: N engine slots and a FIFO overflow queue of Q waiters. Knows nothing of
  * HTTP/2; the proxy asks it for a slot, and releases the permit when the call has fully ended.
+ * N and Q can change while calls run (setLimits: the admin API, SIGHUP).
  *
  * Invariants, true after every public method returns:
- *   0 <= inEngine <= limit,  0 <= queued <= queueLimit,  queued > 0  =>  inEngine === limit.
- * The last one is what makes FIFO hold: a freed slot goes straight to the head waiter, so a
+ *   0 <= inEngine,  0 <= queued,  queued > 0  =>  inEngine >= limit;
+ *   inEngine only grows from below limit (a call is admitted only while inEngine < limit), and
+ *   queued only grows from below queueLimit.
+ * Without a lowering of N or Q that is the steady-state form: inEngine <= limit, queued <= queueLimit,
+ * queued > 0 => inEngine === limit. After a lowering the counts may sit above the new limits (calls
+ * already in the engine are never cancelled, waiters already queued are never dropped); they only
+ * fall from there, and once a count is below its limit it never exceeds it again.
+ * The third one is what makes FIFO hold: a freed slot goes straight to the head waiter, so a
  * newcomer finds either a free slot with an empty queue, or no free slot.
  *
  * Node runs this on one thread, so the cap is exact without the Q-1 channel sizing Dynamo needs
@@ -74,17 +81,49 @@ export class AdmissionGate {
   private readonly unlinkWaiter = (waiter: Waiter): void => this.unlink(waiter);
   private readonly freeOneSlot = (): void => this.freeSlot();
 
+  private limitValue: number;
+  private queueLimitValue: number;
+
   /**
    * @param limit max calls in the engine; `Infinity` admits everything (admission off).
    * @param queueLimit max calls waiting; 0 means reject as soon as the engine is full.
    */
   constructor(
-    readonly limit: number,
-    readonly queueLimit: number,
+    limit: number,
+    queueLimit: number,
     private readonly listener?: GateListener,
   ) {
-    if (!(limit >= 1)) throw new RangeError(`AdmissionGate limit must be >= 1, got ${limit}`);
-    if (!(queueLimit >= 0)) throw new RangeError(`AdmissionGate queueLimit must be >= 0, got ${queueLimit}`);
+    checkLimits(limit, queueLimit);
+    this.limitValue = limit;
+    this.queueLimitValue = queueLimit;
+  }
+
+  /** Max calls in the engine (N); `Infinity` when admission is off. */
+  get limit(): number {
+    return this.limitValue;
+  }
+
+  /** Max calls waiting (Q). */
+  get queueLimit(): number {
+    return this.queueLimitValue;
+  }
+
+  /**
+   * Changes N and Q now, for the calls already here too:
+   * - a higher N (or `Infinity`, admission off) admits queued calls at once, oldest first, until
+   *   the engine is at the new N or the queue is empty;
+   * - a lower N cancels nothing: calls in the engine finish, and nobody is admitted until fewer
+   *   than the new N are in it;
+   * - a lower Q drops no waiter: queued calls keep their place, and newcomers are refused until
+   *   the queue is below the new Q.
+   */
+  setLimits(limit: number, queueLimit: number): void {
+    checkLimits(limit, queueLimit);
+    this.limitValue = limit;
+    this.queueLimitValue = queueLimit;
+    if (this.handingOff) return; // the hand-off loop further up the stack reads the new limit
+    this.handOff();
+    this.listener?.onChange();
   }
 
   /** Calls currently holding an engine slot. */
@@ -99,7 +138,7 @@ export class AdmissionGate {
 
   /** True when a new call would be rejected right now. */
   get full(): boolean {
-    return this.engineCount >= this.limit && this.queueCount >= this.queueLimit;
+    return this.engineCount >= this.limitValue && this.queueCount >= this.queueLimitValue;
   }
 
   /**
@@ -107,12 +146,12 @@ export class AdmissionGate {
    * `onAdmit` is only called for a queued call, later, when it reaches a slot.
    */
   acquire(onAdmit: OnAdmit): Admission {
-    if (this.engineCount < this.limit && this.queueCount === 0) {
+    if (this.engineCount < this.limitValue && this.queueCount === 0) {
       this.engineCount++;
       this.listener?.onChange();
       return { kind: 'admitted', permit: new SlotPermit(this.freeOneSlot) };
     }
-    if (this.queueCount < this.queueLimit) {
+    if (this.queueCount < this.queueLimitValue) {
       const waiter = new Waiter(this.unlinkWaiter, onAdmit);
       waiter.prev = this.tail;
       if (this.tail) this.tail.next = waiter;
@@ -139,11 +178,17 @@ export class AdmissionGate {
   private freeSlot(): void {
     this.engineCount--;
     if (this.handingOff) return; // the loop below, further up the stack, hands this slot on
+    this.handOff();
+    this.listener?.onChange();
+  }
+
+  /** Free slots go to the head of the queue, oldest first, until none is free or nobody waits. */
+  private handOff(): void {
     this.handingOff = true;
     try {
       // A loop, not recursion: an onAdmit that releases at once (upstream refused) frees the
       // slot again, and the next waiter gets it here without growing the stack.
-      while (this.head && this.engineCount < this.limit) {
+      while (this.head && this.engineCount < this.limitValue) {
         const waiter = this.head;
         this.unlinkForAdmission(waiter);
         this.engineCount++;
@@ -152,7 +197,6 @@ export class AdmissionGate {
     } finally {
       this.handingOff = false;
     }
-    this.listener?.onChange();
   }
 
   private unlinkForAdmission(waiter: Waiter): void {
@@ -163,4 +207,9 @@ export class AdmissionGate {
     waiter.next = undefined;
     this.queueCount--;
   }
+}
+
+function checkLimits(limit: number, queueLimit: number): void {
+  if (!(limit >= 1)) throw new RangeError(`AdmissionGate limit must be >= 1, got ${limit}`);
+  if (!(queueLimit >= 0)) throw new RangeError(`AdmissionGate queueLimit must be >= 0, got ${queueLimit}`);
 }

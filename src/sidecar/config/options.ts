@@ -40,7 +40,7 @@ export const SIDECAR_OPTIONS = {
   engineRequestLimit: {
     flag: '--engine-request-limit <n>',
     env: 'DYN_ENGINE_REQUEST_LIMIT',
-    help: 'max calls inside the engine at once (positive integer); unset = admission off, nothing is queued or rejected',
+    help: 'max calls inside the engine at once (positive integer); unset = admission off, nothing is queued or rejected. Live: the admin API and SIGHUP change it without a restart',
   },
   requestQueueLimit: {
     env: 'DYN_DYNAMO_REQUEST_QUEUE_LIMIT',
@@ -53,11 +53,54 @@ export const SIDECAR_OPTIONS = {
     default: 250,
     help: 'grpc-retry-pushback-ms hint sent with RESOURCE_EXHAUSTED rejections',
   },
+  // Live settings (docs/operations/admission.md): the admin API and SIGHUP change these without a restart.
+  retryPushbackMode: {
+    flag: '--retry-pushback-mode <mode>',
+    env: 'DYN_SIDECAR_RETRY_PUSHBACK_MODE',
+    default: 'fixed',
+    help: 'fixed: every rejection carries --retry-pushback-ms; adaptive: the expected wait for a slot, (queued + 1) / N x the recent mean time calls hold a slot, with +-25% jitter so retries spread, within --retry-pushback-min-ms..--retry-pushback-max-ms (--retry-pushback-ms until a call has ended)',
+  },
+  retryPushbackMinMs: {
+    flag: '--retry-pushback-min-ms <ms>',
+    env: 'DYN_SIDECAR_RETRY_PUSHBACK_MIN_MS',
+    default: 100,
+    help: 'adaptive pushback: the least sent',
+  },
+  retryPushbackMaxMs: {
+    flag: '--retry-pushback-max-ms <ms>',
+    env: 'DYN_SIDECAR_RETRY_PUSHBACK_MAX_MS',
+    default: 10_000,
+    help: 'adaptive pushback: the most sent (>= --retry-pushback-min-ms)',
+  },
+  queueTimeoutMs: {
+    flag: '--queue-timeout-ms <ms>',
+    env: 'DYN_DYNAMO_REQUEST_QUEUE_TIMEOUT_MS',
+    default: 0,
+    help: "a call queued longer than this gets RESOURCE_EXHAUSTED (Server overloaded: worker at capacity, with the retry pushback), like HAProxy's timeout queue, so a call without a deadline cannot wait for ever; a shorter deadline of the call still wins (DEADLINE_EXCEEDED); 0 = off. A change applies to calls queued after it",
+  },
   drainGraceMs: {
     flag: '--drain-grace-ms <ms>',
     env: 'DYN_SIDECAR_DRAIN_GRACE_MS',
     default: 30_000,
     help: 'on SIGTERM, how long calls already admitted may run before the sidecar exits',
+  },
+  drainDelayMs: {
+    flag: '--drain-delay-ms <ms>',
+    env: 'DYN_SIDECAR_DRAIN_DELAY_MS',
+    default: 0,
+    help: 'on SIGTERM, first report draining (/ready 503, draining load events) and keep serving new calls this long, while load balancers and Kubernetes take the endpoint out; then refuse new calls and give admitted ones --drain-grace-ms',
+  },
+  adminToken: {
+    flag: '--admin-token <token>',
+    env: 'DYN_SIDECAR_ADMIN_TOKEN',
+    defaultText: 'none: the admin API is off (404)',
+    help: 'turns on the admin API on the system port (GET and PUT /admission: live engine request limit, queue and pushback), which then requires Authorization: Bearer <token>; at least 16 printable characters, never logged. Prefer the variable or the config file: a flag shows in ps',
+  },
+  configFile: {
+    flag: '--config-file <path>',
+    env: 'DYN_SIDECAR_CONFIG_FILE',
+    defaultText: 'none',
+    help: "NAME=VALUE lines with these settings' environment names (# comment lines); a flag or variable wins over the file. SIGHUP re-reads it and applies its live settings (engine request limit, queue limit and timeout, retry pushback); another changed setting is logged as needing a restart",
   },
   statusIntervalMs: {
     flag: '--status-interval-ms <ms>',

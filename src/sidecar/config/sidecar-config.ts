@@ -11,7 +11,11 @@ import { MAX_TIMER_MS } from '../../protocol/grpc/deadline.js';
 import { isUnspecifiedHost } from './advertise-address.js';
 import { type HostPort } from '../../platform/config/host-port.js';
 import { SIDECAR_OPTIONS, type RawFlags, type SidecarOptionKey } from './options.js';
+import type { OptionSpec } from '../../platform/config/option-spec.js';
 import { OptionReader, parseNatsServers, type Env } from '../../platform/config/option-reader.js';
+import { readFileSync } from 'node:fs';
+import { parseEnvFile } from '../../platform/config/env-file.js';
+import { findEnvTypos } from '../../platform/config/env-typos.js';
 
 export interface SidecarConfig {
   readonly listen: HostPort;
@@ -28,7 +32,18 @@ export interface SidecarConfig {
   readonly engineRequestLimit: number | undefined;
   readonly requestQueueLimit: number;
   readonly retryPushbackMs: number;
+  readonly retryPushbackMode: RetryPushbackMode;
+  readonly retryPushbackMinMs: number;
+  readonly retryPushbackMaxMs: number;
+  /** A call queued longer than this is refused (RESOURCE_EXHAUSTED); 0: no limit. */
+  readonly queueTimeoutMs: number;
   readonly drainGraceMs: number;
+  /** On SIGTERM: report draining and keep serving this long before refusing new calls. */
+  readonly drainDelayMs: number;
+  /** `undefined`: the admin API is off. A secret: never logged. */
+  readonly adminToken: string | undefined;
+  /** The --config-file read at start-up, `undefined` without one. */
+  readonly configFile: ConfigFileSource | undefined;
   /** `undefined`: the mode's default (on in demo mode, off in front of a real engine). */
   readonly statusIntervalMs: number | undefined;
   readonly logLevel: LogLevel;
@@ -36,6 +51,14 @@ export interface SidecarConfig {
   /** Minimum time between two /metrics renders; 0: render on every scrape. */
   readonly metricsCacheMs: number;
   readonly load: LoadConfig;
+}
+
+/** What the config file gave (values by environment name, as read) and which settings it decided. */
+export interface ConfigFileSource {
+  readonly path: string;
+  readonly values: Readonly<Record<string, string>>;
+  /** Settings whose value came from the file: set there, and by neither a flag nor the environment. */
+  readonly fromFile: readonly SidecarOptionKey[];
 }
 
 /** Limits and timeouts for client connections and the engine connection. */
@@ -84,6 +107,39 @@ export interface LoadConfig {
 const D = SIDECAR_OPTIONS;
 export const DEFAULT_REQUEST_QUEUE_LIMIT: number = D.requestQueueLimit.default;
 export const MIN_REQUEST_QUEUE_LIMIT = 2;
+export const RETRY_PUSHBACK_MODES = ['fixed', 'adaptive'] as const;
+export type RetryPushbackMode = (typeof RETRY_PUSHBACK_MODES)[number];
+/** Shortest admin token accepted: guessing 16 random characters is out of reach, a word is not. */
+export const MIN_ADMIN_TOKEN_LENGTH = 16;
+/**
+ * The settings that change while the sidecar runs (admin API, SIGHUP), each with the range
+ * every source is held to: flags, variables, the config file and the admin API's JSON.
+ * `engineRequestLimit` may also be unset (admission off).
+ */
+export const LIVE_SETTINGS = {
+  engineRequestLimit: { min: 1, max: Number.MAX_SAFE_INTEGER },
+  requestQueueLimit: { min: MIN_REQUEST_QUEUE_LIMIT, max: Number.MAX_SAFE_INTEGER },
+  queueTimeoutMs: { min: 0, max: 3_600_000 },
+  retryPushbackMode: RETRY_PUSHBACK_MODES,
+  retryPushbackMs: { min: 0, max: 3_600_000 },
+  retryPushbackMinMs: { min: 0, max: 3_600_000 },
+  retryPushbackMaxMs: { min: 0, max: 3_600_000 },
+} as const satisfies Partial<Record<SidecarOptionKey, { min: number; max: number } | readonly string[]>>;
+export type LiveSettingKey = keyof typeof LIVE_SETTINGS;
+/** The admission settings in force; the admin API and SIGHUP replace them as a whole. */
+export type AdmissionSettings = Pick<SidecarConfig, LiveSettingKey>;
+
+export function admissionSettingsOf(config: SidecarConfig): AdmissionSettings {
+  const settings = {} as Record<LiveSettingKey, unknown>;
+  for (const key of Object.keys(LIVE_SETTINGS) as LiveSettingKey[]) settings[key] = config[key];
+  return Object.freeze(settings as unknown as AdmissionSettings);
+}
+
+/** The one rule that spans two live settings; `undefined` when they agree. */
+export function pushbackBoundsProblem(settings: Pick<AdmissionSettings, 'retryPushbackMinMs' | 'retryPushbackMaxMs'>): string | undefined {
+  const { retryPushbackMinMs: min, retryPushbackMaxMs: max } = settings;
+  return min <= max ? undefined : `the retry pushback minimum (${min} ms) is above its maximum (${max} ms)`;
+}
 export const ENGINE_LOAD_SOURCES = ['scrape', 'getloads', 'traffic', 'auto'] as const;
 export type EngineLoadSource = (typeof ENGINE_LOAD_SOURCES)[number];
 export const DEFAULT_ENGINE_METRICS_FORMAT: EngineMetricsFormatOption = D.engineMetricsFormat.default;
@@ -106,8 +162,19 @@ export const DEFAULT_UPSTREAM_PING_TIMEOUT_MS: number = D.upstreamPingTimeoutMs.
 export const DEFAULT_NATS_LIVENESS_TIMEOUT_MS: number = D.natsLivenessTimeoutMs.default;
 const LOG_LEVELS: readonly LogLevel[] = ['debug', 'info', 'warn', 'error'];
 
-export function parseSidecarConfig(flags: RawFlags, env: Env): SidecarConfig {
-  const read = new OptionReader(flags, env, SIDECAR_OPTIONS);
+/**
+ * `readFile` reads --config-file (injected in tests); flags and the environment win over the
+ * file, which is read once here (and again on SIGHUP by whoever calls this again).
+ */
+export function parseSidecarConfig(flags: RawFlags, env: Env, readFile: (path: string) => string = (path) => readFileSync(path, 'utf8')): SidecarConfig {
+  const file = readConfigFile(new OptionReader(flags, env, SIDECAR_OPTIONS), readFile);
+  const read = new OptionReader(
+    flags,
+    env,
+    SIDECAR_OPTIONS,
+    file && { values: file.values, source: (name) => `${name} (${file.path} line ${file.lines[name]})` },
+  );
+  if (file) read.problems.push(...file.problems);
   const config: SidecarConfig = {
     listen: read.hostPort('listen', true),
     advertiseAddress: parseAdvertiseAddress(read),
@@ -117,16 +184,86 @@ export function parseSidecarConfig(flags: RawFlags, env: Env): SidecarConfig {
     engineRequestLimit: read.integer('engineRequestLimit', 1, Number.MAX_SAFE_INTEGER),
     // Validated even when no limit is set: a typo should not wait for the day the limit is turned on.
     requestQueueLimit: read.integer('requestQueueLimit', MIN_REQUEST_QUEUE_LIMIT, Number.MAX_SAFE_INTEGER),
-    retryPushbackMs: read.integer('retryPushbackMs', 0, 3_600_000),
+    retryPushbackMs: read.integer('retryPushbackMs', LIVE_SETTINGS.retryPushbackMs.min, LIVE_SETTINGS.retryPushbackMs.max),
+    retryPushbackMode: read.choice('retryPushbackMode', RETRY_PUSHBACK_MODES),
+    retryPushbackMinMs: read.integer('retryPushbackMinMs', LIVE_SETTINGS.retryPushbackMinMs.min, LIVE_SETTINGS.retryPushbackMinMs.max),
+    retryPushbackMaxMs: read.integer('retryPushbackMaxMs', LIVE_SETTINGS.retryPushbackMaxMs.min, LIVE_SETTINGS.retryPushbackMaxMs.max),
+    queueTimeoutMs: read.integer('queueTimeoutMs', LIVE_SETTINGS.queueTimeoutMs.min, LIVE_SETTINGS.queueTimeoutMs.max),
     drainGraceMs: read.integer('drainGraceMs', 0, 3_600_000),
+    drainDelayMs: read.integer('drainDelayMs', 0, 3_600_000),
+    adminToken: parseAdminToken(read),
+    configFile: file && Object.freeze({ path: file.path, values: file.values, fromFile: Object.freeze(fromFile(read, flags, env, file.values)) }),
     statusIntervalMs: read.integer('statusIntervalMs', 0, 3_600_000),
     logLevel: read.choice('logLevel', LOG_LEVELS),
     connections: Object.freeze(parseConnectionConfig(read)),
     metricsCacheMs: read.integer('metricsCacheMs', 0, 600_000),
     load: Object.freeze(parseLoadConfig(read)),
   };
+  const bounds = pushbackBoundsProblem(config);
+  if (bounds) {
+    const sources = (['retryPushbackMinMs', 'retryPushbackMaxMs'] as const).flatMap((key) => read.raw(key)?.source ?? []);
+    read.problems.push(`${sources.join(' and ')}: ${bounds}`);
+  }
   read.check();
   return Object.freeze(config);
+}
+
+interface ReadConfigFile {
+  readonly path: string;
+  readonly values: Readonly<Record<string, string>>;
+  readonly lines: Readonly<Record<string, number>>;
+  readonly problems: readonly string[];
+}
+
+/** Reads and checks --config-file: every name must be one of the table's environment names, except the file's own. */
+function readConfigFile(read: Reader, readFile: (path: string) => string): ReadConfigFile | undefined {
+  const found = read.raw('configFile');
+  if (!found) return undefined;
+  const path = found.value.trim();
+  let text: string;
+  try {
+    text = readFile(path);
+  } catch (err) {
+    return { path, values: {}, lines: {}, problems: [`${found.source}: cannot read ${JSON.stringify(path)}: ${(err as Error).message}`] };
+  }
+  const { file, problems } = parseEnvFile(text, path);
+  const known = (Object.values(SIDECAR_OPTIONS) as OptionSpec[]).map((spec) => spec.env);
+  for (const name of Object.keys(file.values)) {
+    const where = `${path} line ${file.lines[name]}`;
+    if (name === SIDECAR_OPTIONS.configFile.env) problems.push(`${where}: ${name} cannot be set in the config file itself`);
+    else if (!known.includes(name)) {
+      const typo = findEnvTypos({ [name]: 'x' }, known)[0];
+      problems.push(`${where}: ${name} is not a setting of the sidecar${typo ? `; did you mean ${typo.suggestion}?` : ''}`);
+    }
+  }
+  return { path, values: file.values, lines: file.lines, problems };
+}
+
+/** Settings the file decided: set (non-empty) there, by no flag, and by no non-empty variable. */
+function fromFile(read: Reader, flags: RawFlags, env: Env, values: Readonly<Record<string, string>>): SidecarOptionKey[] {
+  return (Object.keys(SIDECAR_OPTIONS) as SidecarOptionKey[]).filter((key) => {
+    const name = SIDECAR_OPTIONS[key].env;
+    const set = (value: unknown): boolean => typeof value === 'string' && value.trim() !== '';
+    return set(values[name]) && !set(env[name]) && (flags[key] === undefined || flags[key] === false) && read.raw(key) !== undefined;
+  });
+}
+
+/** Printable ASCII without spaces (it travels in an HTTP header), long enough not to be guessed; the value is never quoted. */
+function parseAdminToken(read: Reader): string | undefined {
+  const found = read.raw('adminToken');
+  if (!found) return undefined;
+  const token = found.value.trim();
+  if (!/^[\x21-\x7e]+$/u.test(token)) {
+    read.problems.push(`${found.source} must be printable ASCII without spaces (the value is not shown)`);
+    return undefined;
+  }
+  if (token.length < MIN_ADMIN_TOKEN_LENGTH) {
+    read.problems.push(
+      `${found.source} must be at least ${MIN_ADMIN_TOKEN_LENGTH} characters, got ${token.length} (the value is not shown); e.g. openssl rand -hex 32`,
+    );
+    return undefined;
+  }
+  return token;
 }
 
 type Reader = OptionReader<typeof SIDECAR_OPTIONS>;

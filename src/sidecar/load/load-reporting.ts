@@ -36,9 +36,8 @@ import { WorkerLoadService } from './worker-load-service.js';
 
 export interface LoadReportingDeps {
   readonly config: LoadConfig;
+  /** Its counts, and its limits (which may change live; `Infinity`: admission off). */
   readonly gate: AdmissionGate;
-  /** Configured limit and queue, or undefined when admission is off. */
-  readonly admission: { readonly limit: number; readonly queueLimit: number } | undefined;
   readonly listenPort: number;
   /** The engine connection, asked for the served model when --served-model-name is not given. */
   readonly engine: ModelInfoEngine;
@@ -175,8 +174,21 @@ export class LoadReporting {
 
   /** The gate changed: keep the tracker's admission fields current (cheap; the publisher debounces). */
   syncAdmission(): void {
-    const { gate, admission } = this.deps;
-    this.tracker.setAdmission({ engineRequest: gate.inEngine, requestQueue: gate.queued, limit: admission?.limit, queueLimit: admission?.queueLimit });
+    const { gate } = this.deps;
+    const on = gate.limit !== Infinity;
+    this.tracker.setAdmission({
+      engineRequest: gate.inEngine,
+      requestQueue: gate.queued,
+      limit: on ? gate.limit : undefined,
+      queueLimit: on ? gate.queueLimit : undefined,
+    });
+  }
+
+  /** N or Q changed (admin API, SIGHUP): frontends learn the new engine_request_limit at once, as on a rejection. */
+  admissionChanged(): void {
+    this.syncAdmission();
+    this.publisher?.publishNow();
+    this.watchService.publishNow();
   }
 
   /** A call was rejected: the first rejection of a burst is published at once, not after the debounce. */

@@ -5,20 +5,25 @@
  * path pays nothing for them and they can never drift from the gate's own counts.
  */
 import { Counter, Gauge, Histogram, collectDefaultMetrics, type Registry } from 'prom-client';
+import type { ChangeSource } from '../admission/admission-control.js';
 import type { AdmissionGate } from '../admission/gate.js';
 import { statusName } from '../../protocol/grpc/status.js';
 
 export type UpstreamErrorKind = 'connect' | 'reset' | 'session_lost';
+/** Why a call got RESOURCE_EXHAUSTED: engine and queue full on arrival, or queued past the queue timeout. */
+export type RejectionReason = 'queue_full' | 'queue_timeout';
 
 export interface AdmissionView {
+  /** N and Q are read from the gate at scrape time, so live changes show at once. */
   readonly gate: AdmissionGate;
-  /** Configured limit, or undefined when admission is off. */
-  readonly engineRequestLimit: number | undefined;
-  readonly requestQueueLimit: number;
+  /** The pushback a refusal would carry now, before jitter. */
+  readonly retryPushbackMs: () => number;
 }
 
 export class SidecarMetrics {
   private readonly rejections: Counter;
+  private readonly rejectionsByReason: Record<RejectionReason, Counter.Internal>;
+  private readonly admissionChanges: Counter<'source'>;
   private readonly queueWait: Histogram;
   private readonly requests: Counter<'grpc_code'>;
   private readonly requestsByCode = new Map<number, Counter.Internal>();
@@ -51,21 +56,48 @@ export class SidecarMetrics {
     });
     this.rejections = new Counter({
       name: 'dynamo_rejection_request_total',
-      help: 'Calls rejected with RESOURCE_EXHAUSTED because the engine and the queue were full.',
+      help: 'Calls rejected with RESOURCE_EXHAUSTED (Server overloaded): engine and queue full, or queued past the queue timeout; by reason in dynamo_sidecar_rejections_total.',
       registers,
     });
-    const limitGauge = new Gauge({
+    const byReason = new Counter({
+      name: 'dynamo_sidecar_rejections_total',
+      help: 'Calls rejected with RESOURCE_EXHAUSTED, by reason: queue_full (engine and queue full on arrival), queue_timeout (queued longer than the queue timeout).',
+      labelNames: ['reason'],
+      registers,
+    });
+    this.rejectionsByReason = { queue_full: byReason.labels('queue_full'), queue_timeout: byReason.labels('queue_timeout') };
+    for (const child of Object.values(this.rejectionsByReason)) child.inc(0); // both series from the start, so rate() sees the first one
+    new Gauge({
       name: 'dynamo_sidecar_engine_request_limit',
-      help: 'Configured max calls in the engine (N); absent series value 0 means admission off.',
+      help: 'Max calls in the engine (N) in force; 0 means admission off.',
       registers,
+      collect() {
+        this.set(gate.limit === Infinity ? 0 : gate.limit);
+      },
     });
-    limitGauge.set(admission.engineRequestLimit ?? 0);
-    const queueGauge = new Gauge({
+    new Gauge({
       name: 'dynamo_sidecar_request_queue_capacity',
-      help: 'Configured overflow queue size (Q); 0 when admission is off.',
+      help: 'Overflow queue size (Q) in force; 0 when admission is off.',
+      registers,
+      collect() {
+        this.set(gate.limit === Infinity ? 0 : gate.queueLimit);
+      },
+    });
+    this.admissionChanges = new Counter({
+      name: 'dynamo_sidecar_admission_changes_total',
+      help: 'Changes of the admission settings while running, by source: api (PUT /admission), sighup (the config file re-read).',
+      labelNames: ['source'],
       registers,
     });
-    queueGauge.set(admission.engineRequestLimit === undefined ? 0 : admission.requestQueueLimit);
+    for (const source of ['api', 'sighup'] as const) this.admissionChanges.inc({ source }, 0);
+    new Gauge({
+      name: 'dynamo_sidecar_retry_pushback_seconds',
+      help: 'grpc-retry-pushback-ms a refusal would carry now, in seconds: the fixed value, or the adaptive estimate before its jitter.',
+      registers,
+      collect() {
+        this.set(admission.retryPushbackMs() / 1000);
+      },
+    });
     this.queueWait = new Histogram({
       name: 'dynamo_sidecar_queue_wait_seconds',
       help: 'Time calls spent in the overflow queue before reaching an engine slot.',
@@ -110,8 +142,13 @@ export class SidecarMetrics {
     }
   }
 
-  rejected(): void {
+  rejected(reason: RejectionReason): void {
     this.rejections.inc();
+    this.rejectionsByReason[reason].inc();
+  }
+
+  admissionChanged(source: ChangeSource): void {
+    this.admissionChanges.inc({ source });
   }
 
   admittedFromQueue(waitSeconds: number): void {

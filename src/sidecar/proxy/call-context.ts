@@ -17,10 +17,12 @@ export interface TrafficTap {
 }
 
 export interface CallObserver {
-  /** A call was refused with RESOURCE_EXHAUSTED. */
+  /** A call was refused with RESOURCE_EXHAUSTED (worker full, or queued past the queue timeout). */
   rejected(): void;
   /** A call got an engine slot; return a tap to watch its bytes, or undefined (the common case). */
   dispatched(headers: IncomingHttpHeaders): TrafficTap | undefined;
+  /** A call gave its engine slot back after holding it `heldMs` (the adaptive retry pushback's input). */
+  slotReleased?(heldMs: number): void;
 }
 
 /** What a call needs of any HTTP/2 stream: listeners, flow control and its closing state. */
@@ -86,8 +88,10 @@ export interface CallContext {
   readonly gate: Pick<AdmissionGate, 'acquire'>;
   readonly upstream: UpstreamConnector;
   readonly metrics: CallMetrics;
-  /** The whole RESOURCE_EXHAUSTED answer, built once (see overloadResponse). */
+  /** The whole RESOURCE_EXHAUSTED answer, read once per refusal (see overloadResponse): fixed, or with an adaptive pushback. */
   readonly rejectionResponse: OutgoingHttpHeaders;
+  /** A call queued longer than this is refused with rejectionResponse; read when it queues. 0 or unset: none. */
+  readonly queueTimeoutMs?: number;
   readonly clock: CallClock;
   /**
    * Runs `call.onDispatchTurn()`, at once or, for a client connection that resets calls early,

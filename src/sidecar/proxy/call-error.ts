@@ -27,15 +27,16 @@ export type CallErrorKind = keyof typeof STATUS_OF_KIND;
 
 export const WORKER_AT_CAPACITY_MESSAGE = 'Server overloaded: worker at capacity';
 
+const OVERLOAD_HEADERS = Object.freeze(trailersOnlyHeaders(STATUS_OF_KIND.worker_at_capacity, WORKER_AT_CAPACITY_MESSAGE));
+
 /**
  * The Trailers-Only RESOURCE_EXHAUSTED answer with its retry hint. Rejections are the one
- * answer sent thousands of times a second under overload, so it is built once, without
- * constructing an Error (and its stack trace) per rejected call.
+ * answer sent thousands of times a second under overload, so it is built once per pushback
+ * value (once for good with a fixed pushback), without constructing an Error (and its stack
+ * trace) per rejected call.
  */
 export function overloadResponse(retryPushbackMs: number): OutgoingHttpHeaders {
-  return Object.freeze(
-    trailersOnlyHeaders(STATUS_OF_KIND.worker_at_capacity, WORKER_AT_CAPACITY_MESSAGE, { 'grpc-retry-pushback-ms': String(retryPushbackMs) }),
-  );
+  return Object.freeze({ ...OVERLOAD_HEADERS, 'grpc-retry-pushback-ms': String(retryPushbackMs) });
 }
 
 export class CallError extends Error {

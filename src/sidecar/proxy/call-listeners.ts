@@ -11,6 +11,7 @@ import type { DownstreamStream, UpstreamStream } from './call-context.js';
 export interface CallEvents {
   onAdmitted(permit: Permit): void;
   onDeadline(): void;
+  onQueueTimeout(): void;
   onClientGone(): void;
   onClientData(chunk: Buffer): void;
   onClientEnd(): void;
@@ -35,6 +36,9 @@ export function onAdmitFromQueue(this: CallEvents, permit: Permit): void {
 }
 export function onDeadline(this: CallEvents): void {
   this.onDeadline();
+}
+export function onQueueTimeout(this: CallEvents): void {
+  this.onQueueTimeout();
 }
 /** For both 'close' and 'aborted' (a reset while our side was open): either way the client is gone. */
 export function onClientGone(this: WithCall<DownstreamStream>): void {

@@ -5,7 +5,8 @@
  *     │                                         │ Trailers-Only from the engine ─────────────────────────────────────────►│
  *     └── rejected, expired, cancelled, deadline, shutdown: the sidecar's own answer or a reset ────────────────────────►│
  *
- *   queued             waiting for an engine slot (holds a queue ticket); nothing sent upstream yet
+ *   queued             waiting for an engine slot (holds a queue ticket); nothing sent upstream yet;
+ *                      past the queue timeout it is refused like a full worker (RESOURCE_EXHAUSTED)
  *   dispatching        holds a slot; waits for its dispatch turn: at once, or, on a connection that
  *                      resets calls early, at the end of the current I/O read, so a reset that came
  *                      in the same read (Rapid Reset) is seen first and the engine never hears of it
@@ -15,7 +16,7 @@
  *   ended              terminal: every later event is ignored
  *
  * Every event (client data/end/reset/close, engine response/data/trailers/reset/close/error,
- * flow-control drains, deadline, shutdown) is handled in every phase by a `switch` on the phase:
+ * flow-control drains, deadline, queue timeout, shutdown) is handled in every phase by a `switch` on the phase:
  * a transition, or an explicit ignore. Invariants, tested with fake streams and a fake clock:
  *   - the slot is released exactly once, on the first event that ends the engine's part of the call;
  *   - a call whose deadline has passed is never dispatched;
@@ -85,6 +86,10 @@ export class ProxiedCall implements OpenCall, DispatchTurn, StreamFaultSink, Cal
   private finalTrailers: OutgoingHttpHeaders | undefined;
   private finalStatus: number = GrpcStatus.OK;
   private timer: unknown;
+  /** The queue timeout, armed only while queued. */
+  private queueTimer: unknown;
+  /** When the slot was taken (ctx.clock), for the time calls hold a slot. */
+  private slotSince = 0;
   private tap: TrafficTap | undefined;
   private readonly arrivedAt: number;
   private readonly downstream: WithCall<DownstreamStream>;
@@ -116,7 +121,7 @@ export class ProxiedCall implements OpenCall, DispatchTurn, StreamFaultSink, Cal
     }
     const admission = this.ctx.gate.acquire(listeners.onAdmitFromQueue.bind(this));
     if (admission.kind === 'rejected') {
-      this.ctx.metrics.rejected();
+      this.ctx.metrics.rejected('queue_full');
       this.ctx.observer?.rejected();
       this.terminate(GrpcStatus.RESOURCE_EXHAUSTED);
       this.respondDown(this.ctx.rejectionResponse, RESPOND_END_STREAM);
@@ -127,8 +132,13 @@ export class ProxiedCall implements OpenCall, DispatchTurn, StreamFaultSink, Cal
     downstream.on('close', listeners.onClientGone);
     downstream.on('aborted', listeners.onClientGone);
     this.armDeadline();
-    if (admission.kind === 'admitted') this.awaitDispatchTurn(admission.permit);
-    else this.ticket = admission.ticket;
+    if (admission.kind === 'admitted') {
+      this.slotSince = this.arrivedAt;
+      this.awaitDispatchTurn(admission.permit);
+    } else {
+      this.ticket = admission.ticket;
+      this.armQueueTimeout();
+    }
   }
 
   // ---- events ------------------------------------------------------------------------------
@@ -136,10 +146,14 @@ export class ProxiedCall implements OpenCall, DispatchTurn, StreamFaultSink, Cal
   /** A queued call reached a slot. */
   onAdmitted(permit: Permit): void {
     switch (this.state) {
-      case 'queued':
+      case 'queued': {
         this.ticket = undefined;
-        this.ctx.metrics.admittedFromQueue((this.ctx.clock.now() - this.arrivedAt) / 1000);
+        this.clearQueueTimer();
+        const now = this.ctx.clock.now();
+        this.ctx.metrics.admittedFromQueue((now - this.arrivedAt) / 1000);
+        this.slotSince = now;
         return this.awaitDispatchTurn(permit);
+      }
       case 'dispatching':
       case 'awaiting_response':
       case 'streaming':
@@ -195,6 +209,31 @@ export class ProxiedCall implements OpenCall, DispatchTurn, StreamFaultSink, Cal
         // The engine is done but the client has not taken the end of the answer in time.
         this.terminate(GrpcStatus.DEADLINE_EXCEEDED);
         return this.resetDown(NGHTTP2_CANCEL);
+    }
+  }
+
+  /**
+   * The call has waited the queue timeout without a slot: refused as a full worker is (the same
+   * answer, pushback included), so the client retries here later or elsewhere. Armed only when
+   * the call's own deadline comes later, so a shorter deadline answers DEADLINE_EXCEEDED instead.
+   */
+  onQueueTimeout(): void {
+    this.queueTimer = undefined;
+    switch (this.state) {
+      case 'queued':
+        this.ticket?.cancel();
+        this.ticket = undefined;
+        this.ctx.metrics.rejected('queue_timeout');
+        this.ctx.observer?.rejected();
+        this.terminate(GrpcStatus.RESOURCE_EXHAUSTED);
+        this.respondDown(this.ctx.rejectionResponse, RESPOND_END_STREAM);
+        return this.discardRequest();
+      case 'dispatching': // admitted in time: the timer was cleared, a late one changes nothing
+      case 'awaiting_response':
+      case 'streaming':
+      case 'ending':
+      case 'ended':
+        return;
     }
   }
 
@@ -522,6 +561,18 @@ export class ProxiedCall implements OpenCall, DispatchTurn, StreamFaultSink, Cal
     this.timer = this.ctx.clock.setTimer(listeners.onDeadline.bind(this), delay);
   }
 
+  /** Queue timeout of the context (0 or unset: none), unless the call's deadline comes first. */
+  private armQueueTimeout(): void {
+    const ms = this.ctx.queueTimeoutMs;
+    if (!ms || (this.deadlineAt !== undefined && this.deadlineAt <= this.arrivedAt + ms)) return;
+    this.queueTimer = this.ctx.clock.setTimer(listeners.onQueueTimeout.bind(this), ms);
+  }
+
+  private clearQueueTimer(): void {
+    if (this.queueTimer !== undefined) this.ctx.clock.clearTimer(this.queueTimer);
+    this.queueTimer = undefined;
+  }
+
   private releaseSlot(): void {
     const permit = this.permit;
     if (!permit) return;
@@ -530,6 +581,7 @@ export class ProxiedCall implements OpenCall, DispatchTurn, StreamFaultSink, Cal
     const tap = this.tap;
     this.tap = undefined;
     tap?.end();
+    this.ctx.observer?.slotReleased?.(this.ctx.clock.now() - this.slotSince);
   }
 
   /**
@@ -543,6 +595,7 @@ export class ProxiedCall implements OpenCall, DispatchTurn, StreamFaultSink, Cal
     this.state = 'ended';
     if (this.timer !== undefined) this.ctx.clock.clearTimer(this.timer);
     this.timer = undefined;
+    this.clearQueueTimer();
     // The engine's stream goes before the slot: a freed slot dispatches the next queued call at
     // once, and its HEADERS must not reach the engine ahead of this call's RST_STREAM (N+1).
     // (An engine that answered in full gets no RST_STREAM: see engineDone.)

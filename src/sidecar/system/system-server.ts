@@ -27,8 +27,16 @@ export interface Readiness {
   notReadyReason(): string | undefined;
 }
 
+/** Routes served before the system server's own (the admin API: admin-api.ts), any method. */
+export interface SystemRoute {
+  handles(url: string | undefined): boolean;
+  serve(req: IncomingMessage, res: ServerResponse): Promise<void>;
+}
+
 export interface SystemServerOptions {
   readonly registry: Registry;
+  /** The admin API; it answers 404 itself while turned off. */
+  readonly admin?: SystemRoute;
   readonly readiness: Readiness;
   /** Body of GET /load. */
   readonly load: () => unknown;
@@ -108,6 +116,7 @@ export class SystemServer {
   }
 
   private async route(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    if (this.options.admin?.handles(req.url)) return this.options.admin.serve(req, res);
     if (req.method !== 'GET' && req.method !== 'HEAD') return json(res, 405, { error: 'only GET and HEAD' });
     const path = (req.url ?? '/').split('?')[0];
     switch (path) {

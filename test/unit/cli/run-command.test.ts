@@ -25,6 +25,10 @@ describe('startup validation', () => {
     [['--engine-metrics-url', 'ftp://x/metrics'], {}, '--engine-metrics-url must be a http:// or https:// URL'],
     [['--engine-metrics-format', 'tgi'], {}, '--engine-metrics-format must be one of auto, vllm, sglang, trtllm-triton, trtllm-serve, got "tgi"'],
     [[], { DYN_TRACK_OUTPUT_BLOCKS: 'maybe' }, 'DYN_TRACK_OUTPUT_BLOCKS must be true or false, got "maybe"'],
+    [['--config-file', '/nonexistent/sidecar.env'], {}, '--config-file: cannot read "/nonexistent/sidecar.env"'],
+    [['--admin-token', 'short'], {}, '--admin-token must be at least 16 characters, got 5 (the value is not shown)'],
+    [['--retry-pushback-mode', 'smart'], {}, '--retry-pushback-mode must be one of fixed, adaptive, got "smart"'],
+    [[], { DYN_DYNAMO_REQUEST_QUEUE_TIMEOUT_MS: 'soon' }, 'DYN_DYNAMO_REQUEST_QUEUE_TIMEOUT_MS must be an integer in 0..3600000, got "soon"'],
     [['--bogus'], {}, "unknown option '--bogus'"],
   ] as [string[], Record<string, string>, string][])('%j %j exits 2 with a line naming the culprit', async (args, env, message) => {
     const result = await runMain(args, env);

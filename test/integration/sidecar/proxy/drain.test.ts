@@ -40,6 +40,60 @@ describe('SIGTERM', () => {
     }
   });
 
+  it('with --drain-delay-ms: reports draining at once but serves new calls for the delay, then refuses them; admitted calls finish', async () => {
+    const DELAY_MS = 4000;
+    const sidecar = await startSidecarProcess([
+      '--upstream',
+      engine.address,
+      '--engine-request-limit',
+      '4',
+      '--drain-delay-ms',
+      String(DELAY_MS),
+      '--drain-grace-ms',
+      '20000',
+    ]);
+    const client = testEngineClient(sidecar.address);
+    try {
+      const before = unary(client, 'Hold', { tag: 'admitted-before-sigterm' });
+      await waitFor(() => engine.held === 1, 'the call in the engine');
+      const signalledAt = Date.now();
+      sidecar.proc.kill('SIGTERM');
+      // At once: not ready (Kubernetes takes the endpoint out) and draining in the load event.
+      await waitFor(async () => (await sidecar.get('/ready')).status === 503, 'not ready while the drain delay runs');
+      expect(JSON.parse((await sidecar.get('/ready')).body)).toEqual({ status: 'not_ready', reason: 'worker draining' });
+      const load = JSON.parse((await sidecar.get('/load')).body) as { ranks: { draining: boolean }[] };
+      expect(load.ranks[0]!.draining).toBe(true);
+      // During the delay, calls that still arrive are served as usual.
+      expect((await unary(client, 'Unary', {})).code).toBe(grpc.status.OK);
+      const during = unary(client, 'Hold', { tag: 'admitted-during-delay' });
+      await waitFor(() => engine.held === 2, 'a call admitted during the delay');
+      expect(Date.now() - signalledAt, 'checked within the delay').toBeLessThan(DELAY_MS);
+      // After the delay: refused, as without one.
+      let refused: Awaited<ReturnType<typeof unary>> | undefined;
+      await waitFor(
+        async () => {
+          const outcome = await unary(client, 'Unary', {});
+          if (outcome.code === grpc.status.OK) return false;
+          refused = outcome;
+          return true;
+        },
+        'new calls refused once the delay is over',
+        DELAY_MS + 10_000,
+        50,
+      );
+      expect(Date.now() - signalledAt).toBeGreaterThanOrEqual(DELAY_MS);
+      expect([refused!.code, refused!.details]).toEqual([grpc.status.UNAVAILABLE, 'worker draining: not accepting new calls']);
+      expect(sidecar.proc.exitCode).toBeNull();
+      engine.releaseHeld();
+      expect((await before).code).toBe(grpc.status.OK);
+      expect((await during).code).toBe(grpc.status.OK);
+      expect(await sidecar.exited()).toBe(0);
+    } finally {
+      client.close();
+      await sidecar.stop();
+    }
+  });
+
   it('cuts calls still running when the grace period is over with UNAVAILABLE (retryable elsewhere), and exits 0', async () => {
     const sidecar = await startSidecarProcess(['--upstream', engine.address, '--drain-grace-ms', '300']);
     const client = testEngineClient(sidecar.address);

@@ -63,6 +63,10 @@ describe('system port', () => {
       'dynamo_sidecar_requests_total{grpc_code="OK"}',
       'dynamo_sidecar_queue_cancelled_total',
       'dynamo_sidecar_queue_deadline_exceeded_total',
+      'dynamo_sidecar_rejections_total{reason="queue_full"} 0',
+      'dynamo_sidecar_rejections_total{reason="queue_timeout"} 0',
+      'dynamo_sidecar_admission_changes_total',
+      'dynamo_sidecar_retry_pushback_seconds 0.25',
       'process_resident_memory_bytes',
       'nodejs_eventloop_lag_seconds',
     ]) {

@@ -152,3 +152,185 @@ describe('AdmissionGate', () => {
     expect(rejected).toBeGreaterThan(0);
   });
 });
+
+describe('AdmissionGate.setLimits (live N and Q)', () => {
+  /** Fills the gate: `inEngine` admitted permits and `queued` waiters that record their admission order. */
+  function filled(limit: number, queueLimit: number, queued: number) {
+    const gate = new AdmissionGate(limit, queueLimit);
+    const permits: Permit[] = [];
+    const order: number[] = [];
+    for (let i = 0; i < limit; i++) {
+      const a = gate.acquire(() => {});
+      if (a.kind !== 'admitted') throw new Error('expected admitted');
+      permits.push(a.permit);
+    }
+    for (let id = 0; id < queued; id++) expect(gate.acquire((p) => (order.push(id), permits.push(p))).kind).toBe('queued');
+    return { gate, permits, order };
+  }
+
+  it('raising N admits queued calls at once, oldest first, up to the new N', () => {
+    const { gate, order } = filled(2, 6, 5);
+    gate.setLimits(5, 6);
+    expect(order).toEqual([0, 1, 2]);
+    expect([gate.inEngine, gate.queued, gate.limit]).toEqual([5, 2, 5]);
+    gate.setLimits(100, 6);
+    expect(order).toEqual([0, 1, 2, 3, 4]);
+    expect([gate.inEngine, gate.queued]).toEqual([7, 0]);
+  });
+
+  it('lowering N cancels nothing and admits nobody until fewer than the new N are in the engine', () => {
+    const { gate, permits, order } = filled(6, 4, 3);
+    gate.setLimits(2, 4);
+    expect([gate.inEngine, gate.queued]).toEqual([6, 3]);
+    expect(permits.every((p) => !p.released)).toBe(true);
+    // A newcomer queues behind the waiters (room in the queue), it does not take a slot.
+    expect(gate.acquire(() => order.push(99)).kind).toBe('queued');
+    for (let i = 0; i < 4; i++) permits[i]!.release(); // 6 -> 2 in the engine: still no free slot
+    expect(order).toEqual([]);
+    expect(gate.inEngine).toBe(2);
+    permits[4]!.release(); // 1 < 2: the head waiter goes in, and the engine is at the new N again
+    expect(order).toEqual([0]);
+    expect([gate.inEngine, gate.queued]).toEqual([2, 3]);
+  });
+
+  it('lowering Q drops no waiter: newcomers are refused until the queue is below the new Q', () => {
+    const { gate, permits, order } = filled(1, 6, 5);
+    gate.setLimits(1, 2);
+    expect(gate.queued).toBe(5);
+    expect(gate.acquire(() => {}).kind).toBe('rejected');
+    for (let i = 0; i < 3; i++) permits.shift()!.release();
+    expect(order).toEqual([0, 1, 2]);
+    expect(gate.queued).toBe(2);
+    expect(gate.acquire(() => {}).kind).toBe('rejected'); // 2 waiting, Q = 2: full
+    permits.shift()!.release();
+    expect(gate.acquire(() => order.push(7)).kind).toBe('queued');
+    while (permits.length) permits.shift()!.release();
+    expect(order).toEqual([0, 1, 2, 3, 4, 7]); // every waiter admitted, in arrival order
+  });
+
+  it('turning admission off (N = Infinity) admits every queued call at once, and everything after', () => {
+    const { gate, order } = filled(2, 4, 4);
+    gate.setLimits(Infinity, 0);
+    expect(order).toEqual([0, 1, 2, 3]);
+    expect([gate.inEngine, gate.queued, gate.full]).toEqual([6, 0, false]);
+    for (let i = 0; i < 1000; i++) expect(gate.acquire(() => {}).kind).toBe('admitted');
+  });
+
+  it('turning admission on with more calls in the engine than N behaves like lowering N', () => {
+    const gate = new AdmissionGate(Infinity, 0);
+    const permits: Permit[] = [];
+    for (let i = 0; i < 10; i++) {
+      const a = gate.acquire(() => {});
+      if (a.kind === 'admitted') permits.push(a.permit);
+    }
+    gate.setLimits(4, 2);
+    expect([gate.inEngine, gate.queued]).toEqual([10, 0]);
+    const admitted: string[] = [];
+    expect(gate.acquire(() => admitted.push('a')).kind).toBe('queued');
+    expect(gate.acquire(() => admitted.push('b')).kind).toBe('queued');
+    expect(gate.acquire(() => {}).kind).toBe('rejected');
+    for (let i = 0; i < 6; i++) permits[i]!.release();
+    expect(admitted).toEqual([]);
+    permits[6]!.release();
+    expect(admitted).toEqual(['a']);
+    expect([gate.inEngine, gate.queued]).toEqual([4, 1]);
+  });
+
+  it('takes a change made from inside an admission callback: the hand-off goes on under the new N, in order', () => {
+    let changes = 0;
+    const gate = new AdmissionGate(1, 8, { onChange: () => changes++ });
+    const held = gate.acquire(() => {});
+    const order: number[] = [];
+    // The first waiter, once admitted, raises N to 4 while the gate is still handing its slot over.
+    gate.acquire(() => (order.push(0), gate.setLimits(4, 8)));
+    for (const id of [1, 2, 3, 4]) gate.acquire(() => order.push(id));
+    if (held.kind !== 'admitted') throw new Error('expected admitted');
+    changes = 0;
+    held.permit.release();
+    expect(order).toEqual([0, 1, 2, 3]);
+    expect([gate.inEngine, gate.queued, gate.limit]).toEqual([4, 1, 4]);
+    expect(changes).toBe(1); // one notification for the whole hand-off
+  });
+
+  it('tells its listener about a change, and refuses limits the constructor refuses', () => {
+    let changes = 0;
+    const gate = new AdmissionGate(2, 2, { onChange: () => changes++ });
+    gate.setLimits(3, 4);
+    expect(changes).toBe(1);
+    expect([gate.limit, gate.queueLimit]).toEqual([3, 4]);
+    expect(() => gate.setLimits(0, 2)).toThrow(RangeError);
+    expect(() => gate.setLimits(2, -1)).toThrow(RangeError);
+    expect([gate.limit, gate.queueLimit]).toEqual([3, 4]);
+  });
+
+  // Hammer with live changes: random arrive / release / cancel / setLimits, checking the
+  // transient-state invariants after every step.
+  it.each([7, 8, 99, 2026, 31337])('keeps the live-change invariants and FIFO under random interleavings (seed %i)', (seed) => {
+    const random = mulberry32(seed);
+    const randomLimit = (): number => (random() < 0.1 ? Infinity : 1 + Math.floor(random() * 10));
+    const randomQueue = (): number => 2 + Math.floor(random() * 8);
+    let limit = randomLimit();
+    let queueLimit = limit === Infinity ? 0 : randomQueue();
+    const gate = new AdmissionGate(limit, queueLimit);
+    const holding: Permit[] = [];
+    const waiting: { id: number; ticket: QueueTicket }[] = [];
+    const admissionOrder: number[] = [];
+    const queueOrder: number[] = [];
+    let nextId = 0;
+    let changes = 0;
+    let lowered = 0;
+    for (let step = 0; step < 20_000; step++) {
+      const before = { inEngine: gate.inEngine, queued: gate.queued };
+      const r = random();
+      if (r < 0.45) {
+        const id = nextId++;
+        const admission = gate.acquire((permit) => {
+          admissionOrder.push(id);
+          waiting.splice(
+            waiting.findIndex((w) => w.id === id),
+            1,
+          );
+          holding.push(permit);
+        });
+        if (admission.kind === 'admitted') {
+          expect(before.inEngine, 'admitted only below the limit').toBeLessThan(limit);
+          expect(before.queued, 'admitted only with nobody waiting').toBe(0);
+          holding.push(admission.permit);
+        } else if (admission.kind === 'queued') {
+          expect(before.queued, 'queued only below the queue limit').toBeLessThan(queueLimit);
+          waiting.push({ id, ticket: admission.ticket });
+          queueOrder.push(id);
+        } else {
+          expect(gate.inEngine).toBeGreaterThanOrEqual(limit);
+          expect(gate.queued).toBeGreaterThanOrEqual(queueLimit);
+        }
+      } else if (r < 0.8 && holding.length) {
+        holding.splice(Math.floor(random() * holding.length), 1)[0]!.release();
+      } else if (r < 0.95 && waiting.length) {
+        const { id, ticket } = waiting.splice(Math.floor(random() * waiting.length), 1)[0]!;
+        expect(ticket.cancel()).toBe(true);
+        queueOrder.splice(queueOrder.indexOf(id), 1);
+      } else {
+        const newLimit = randomLimit();
+        const newQueue = newLimit === Infinity ? 0 : randomQueue();
+        if (newLimit < gate.inEngine || newQueue < gate.queued) lowered++;
+        limit = newLimit;
+        queueLimit = newQueue;
+        gate.setLimits(limit, queueLimit);
+        changes++;
+        // Nothing in the engine is cancelled, nothing queued is dropped: only admissions move calls.
+        expect(gate.inEngine + gate.queued).toBe(before.inEngine + before.queued);
+      }
+      expect(gate.inEngine).toBe(holding.length);
+      expect(gate.queued).toBe(waiting.length);
+      expect([gate.limit, gate.queueLimit]).toEqual([limit, queueLimit]);
+      if (gate.queued > 0) expect(gate.inEngine, 'a waiter implies no free slot').toBeGreaterThanOrEqual(limit);
+      // Above a limit only after a lowering, and then never growing.
+      if (gate.inEngine > limit) expect(gate.inEngine).toBeLessThanOrEqual(before.inEngine);
+      if (gate.queued > queueLimit) expect(gate.queued).toBeLessThanOrEqual(before.queued);
+    }
+    expect(admissionOrder).toEqual(queueOrder.slice(0, admissionOrder.length));
+    expect(changes).toBeGreaterThan(100);
+    expect(lowered).toBeGreaterThan(10);
+  });
+});

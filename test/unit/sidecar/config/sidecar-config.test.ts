@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { parseSidecarConfig } from '../../../../src/sidecar/config/sidecar-config.js';
-import { problems } from '../../../support/config-problems.js';
+import { problems, problemsOf } from '../../../support/config-problems.js';
 
 describe('parseSidecarConfig', () => {
   it('defaults to admission off, queue 16, ingress 0.0.0.0:50050, system port 9090', () => {
@@ -122,5 +122,107 @@ describe('parseSidecarConfig: --generate-wire and --engine-load-source', () => {
       'DYN_ENGINE_METRICS_URL is set but --engine-load-source is "getloads", which does not scrape; remove one',
     ]);
     expect(problems({ engineLoadSource: 'traffic', engineMetricsUrl: 'http://e/metrics' })).toHaveLength(1);
+  });
+});
+
+describe('parseSidecarConfig: --config-file', () => {
+  const files = (texts: Record<string, string>) => (path: string) => {
+    const text = texts[path];
+    if (text === undefined) throw new Error(`ENOENT: no such file or directory, open '${path}'`);
+    return text;
+  };
+
+  it('reads settings from the file under their environment names; a variable wins over it, a flag over both', () => {
+    const read = files({ '/etc/s.env': 'DYN_ENGINE_REQUEST_LIMIT=8\nDYN_DYNAMO_REQUEST_QUEUE_LIMIT=4\nDYN_SIDECAR_RETRY_PUSHBACK_MS=100\n' });
+    const fromFile = parseSidecarConfig({ configFile: '/etc/s.env' }, {}, read);
+    expect(fromFile).toMatchObject({ engineRequestLimit: 8, requestQueueLimit: 4, retryPushbackMs: 100 });
+    expect(fromFile.configFile).toEqual({
+      path: '/etc/s.env',
+      values: { DYN_ENGINE_REQUEST_LIMIT: '8', DYN_DYNAMO_REQUEST_QUEUE_LIMIT: '4', DYN_SIDECAR_RETRY_PUSHBACK_MS: '100' },
+      fromFile: ['engineRequestLimit', 'requestQueueLimit', 'retryPushbackMs'],
+    });
+    const env = { DYN_SIDECAR_CONFIG_FILE: '/etc/s.env', DYN_ENGINE_REQUEST_LIMIT: '16', DYN_DYNAMO_REQUEST_QUEUE_LIMIT: '' };
+    const withEnv = parseSidecarConfig({ retryPushbackMs: '7' }, env, read);
+    expect(withEnv).toMatchObject({ engineRequestLimit: 16, requestQueueLimit: 4, retryPushbackMs: 7 });
+    expect(withEnv.configFile?.fromFile).toEqual(['requestQueueLimit']); // an empty variable counts as unset
+  });
+
+  it('names the file and line of a bad value, and reports it with every other problem', () => {
+    const read = files({ 's.env': '# limits\nDYN_ENGINE_REQUEST_LIMIT=0\n' });
+    expect(problemsOf(() => parseSidecarConfig({ configFile: 's.env', systemPort: 'x' }, {}, read))).toEqual([
+      '--system-port must be an integer in 0..65535, got "x"',
+      'DYN_ENGINE_REQUEST_LIMIT (s.env line 2) must be an integer >= 1, got "0"',
+    ]);
+  });
+
+  it('refuses an unreadable file, an unknown name (with a suggestion), the file naming itself, and a malformed line', () => {
+    expect(problemsOf(() => parseSidecarConfig({ configFile: '/nope.env' }, {}, files({})))).toEqual([
+      `--config-file: cannot read "/nope.env": ENOENT: no such file or directory, open '/nope.env'`,
+    ]);
+    const read = files({ 'f.env': 'DYN_ENGINE_REQUEST_LIMT=4\nDYN_SIDECAR_CONFIG_FILE=other.env\nHOME=/root\nnot a line\n' });
+    expect(problemsOf(() => parseSidecarConfig({}, { DYN_SIDECAR_CONFIG_FILE: 'f.env' }, read))).toEqual([
+      'f.env line 4: expected NAME=VALUE (an environment-variable name) or a # comment',
+      'f.env line 1: DYN_ENGINE_REQUEST_LIMT is not a setting of the sidecar; did you mean DYN_ENGINE_REQUEST_LIMIT?',
+      'f.env line 2: DYN_SIDECAR_CONFIG_FILE cannot be set in the config file itself',
+      'f.env line 3: HOME is not a setting of the sidecar',
+    ]);
+  });
+});
+
+describe('parseSidecarConfig: live admission settings, drain delay, admin token', () => {
+  it('defaults: fixed pushback 250 ms within 100..10000, no queue timeout, no drain delay, admin API off', () => {
+    expect(parseSidecarConfig({}, {})).toMatchObject({
+      retryPushbackMode: 'fixed',
+      retryPushbackMs: 250,
+      retryPushbackMinMs: 100,
+      retryPushbackMaxMs: 10_000,
+      queueTimeoutMs: 0,
+      drainDelayMs: 0,
+      adminToken: undefined,
+      configFile: undefined,
+    });
+  });
+
+  it('reads each from its flag or its variable', () => {
+    const env = {
+      DYN_SIDECAR_RETRY_PUSHBACK_MODE: 'adaptive',
+      DYN_SIDECAR_RETRY_PUSHBACK_MIN_MS: '50',
+      DYN_SIDECAR_RETRY_PUSHBACK_MAX_MS: '2000',
+      DYN_DYNAMO_REQUEST_QUEUE_TIMEOUT_MS: '1500',
+      DYN_SIDECAR_DRAIN_DELAY_MS: '5000',
+      DYN_SIDECAR_ADMIN_TOKEN: ' 0123456789abcdef ',
+    };
+    expect(parseSidecarConfig({}, env)).toMatchObject({
+      retryPushbackMode: 'adaptive',
+      retryPushbackMinMs: 50,
+      retryPushbackMaxMs: 2000,
+      queueTimeoutMs: 1500,
+      drainDelayMs: 5000,
+      adminToken: '0123456789abcdef',
+    });
+    expect(parseSidecarConfig({ queueTimeoutMs: '10', retryPushbackMode: 'fixed' }, env)).toMatchObject({ queueTimeoutMs: 10, retryPushbackMode: 'fixed' });
+  });
+
+  it('refuses a pushback minimum above the maximum, naming whichever was set', () => {
+    expect(problems({ retryPushbackMaxMs: '50' })).toEqual(['--retry-pushback-max-ms: the retry pushback minimum (100 ms) is above its maximum (50 ms)']);
+    expect(problems({ retryPushbackMinMs: '900' }, { DYN_SIDECAR_RETRY_PUSHBACK_MAX_MS: '800' })).toEqual([
+      '--retry-pushback-min-ms and DYN_SIDECAR_RETRY_PUSHBACK_MAX_MS: the retry pushback minimum (900 ms) is above its maximum (800 ms)',
+    ]);
+  });
+
+  it.each([
+    [{ retryPushbackMode: 'smart' }, '--retry-pushback-mode must be one of fixed, adaptive, got "smart"'],
+    [{ queueTimeoutMs: '-1' }, '--queue-timeout-ms must be an integer in 0..3600000, got "-1"'],
+    [{ drainDelayMs: '1.5' }, '--drain-delay-ms must be an integer in 0..3600000, got "1.5"'],
+  ])('refuses %j', (flags, message) => {
+    expect(problems(flags)).toEqual([message]);
+  });
+
+  it('refuses a short admin token or one with spaces, never quoting it', () => {
+    const short = problems({}, { DYN_SIDECAR_ADMIN_TOKEN: 'hunter2' });
+    expect(short).toEqual(['DYN_SIDECAR_ADMIN_TOKEN must be at least 16 characters, got 7 (the value is not shown); e.g. openssl rand -hex 32']);
+    const spaced = problems({ adminToken: 'correct horse battery staple' });
+    expect(spaced).toEqual(['--admin-token must be printable ASCII without spaces (the value is not shown)']);
+    expect([...short, ...spaced].join(' ')).not.toMatch(/hunter2|horse/);
   });
 });

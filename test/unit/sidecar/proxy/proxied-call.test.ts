@@ -10,7 +10,7 @@ import { mulberry32 } from '../../../../src/platform/prng.js';
 import { MAX_TIMER_MS } from '../../../../src/protocol/grpc/deadline.js';
 import { GrpcStatus } from '../../../../src/protocol/grpc/status.js';
 import { silentLogger } from '../../../../src/platform/log.js';
-import type { CallContext, CallMetrics, DispatchTurn } from '../../../../src/sidecar/proxy/call-context.js';
+import type { CallContext, CallMetrics, CallObserver, DispatchTurn } from '../../../../src/sidecar/proxy/call-context.js';
 import { overloadResponse } from '../../../../src/sidecar/proxy/call-error.js';
 import { ENGINE_UNAVAILABLE_MESSAGE, ProxiedCall, type CallPhase, type OpenCall } from '../../../../src/sidecar/proxy/proxied-call.js';
 import { FakeConnector, FakeDownstream, errorWithCode, fakeClock, type FakeUpstream } from '../../../support/fake-call-streams.js';
@@ -21,8 +21,8 @@ const DEADLINE_MS = 1000;
 class RecordingMetrics implements CallMetrics {
   readonly ended: number[] = [];
   readonly events: string[] = [];
-  rejected(): void {
-    this.events.push('rejected');
+  rejected(reason: string): void {
+    this.events.push(reason === 'queue_full' ? 'rejected' : `rejected ${reason}`);
   }
   admittedFromQueue(): void {
     this.events.push('admittedFromQueue');
@@ -60,7 +60,16 @@ interface Harness {
   readonly turns: DispatchTurn[];
 }
 
-function harness(options: { queued?: boolean; deadlineMs?: number | null; headers?: IncomingHttpHeaders; limit?: number } = {}): Harness {
+function harness(
+  options: {
+    queued?: boolean;
+    deadlineMs?: number | null;
+    headers?: IncomingHttpHeaders;
+    limit?: number;
+    queueTimeoutMs?: number;
+    observer?: CallObserver;
+  } = {},
+): Harness {
   const clock = fakeClock();
   const gate = new AdmissionGate(options.limit ?? 1, 2);
   const metrics = new RecordingMetrics();
@@ -99,6 +108,8 @@ function harness(options: { queued?: boolean; deadlineMs?: number | null; header
     clock,
     scheduleDispatch: (call) => turns.push(call),
     logger: silentLogger,
+    ...(options.queueTimeoutMs === undefined ? {} : { queueTimeoutMs: options.queueTimeoutMs }),
+    ...(options.observer === undefined ? {} : { observer: options.observer }),
   };
   const down = new FakeDownstream();
   const headers: IncomingHttpHeaders = options.headers ?? { ':method': 'POST', ':path': '/pkg.Svc/Method', 'content-type': 'application/grpc', te: 'trailers' };
@@ -172,6 +183,8 @@ const EVENTS = {
     return up.emit('close');
   },
   deadline: (h: Harness) => h.clock.timers.advance(DEADLINE_MS + 1),
+  // The queue timeout's timer firing, in any phase (armed only while queued; a late one must change nothing).
+  queueTimeout: (h: Harness) => h.call.onQueueTimeout(),
   shutdown: (h: Harness) => h.call.shutdown(),
 } satisfies Record<string, (h: Harness) => unknown>;
 type EventName = keyof typeof EVENTS;
@@ -223,6 +236,7 @@ const TRANSITIONS: Record<CallPhase, Record<EventName, CallPhase>> = {
     engineDrain: Q,
     sessionLost: Q,
     deadline: X,
+    queueTimeout: X,
     shutdown: X,
   },
   dispatching: {
@@ -246,6 +260,7 @@ const TRANSITIONS: Record<CallPhase, Record<EventName, CallPhase>> = {
     engineDrain: D,
     sessionLost: D,
     deadline: X,
+    queueTimeout: D,
     shutdown: X,
   },
   awaiting_response: {
@@ -269,6 +284,7 @@ const TRANSITIONS: Record<CallPhase, Record<EventName, CallPhase>> = {
     engineDrain: A,
     sessionLost: X,
     deadline: X,
+    queueTimeout: A,
     shutdown: X,
   },
   streaming: {
@@ -292,6 +308,7 @@ const TRANSITIONS: Record<CallPhase, Record<EventName, CallPhase>> = {
     engineDrain: S,
     sessionLost: E,
     deadline: E,
+    queueTimeout: S,
     shutdown: E,
   },
   ending: {
@@ -316,6 +333,7 @@ const TRANSITIONS: Record<CallPhase, Record<EventName, CallPhase>> = {
     engineDrain: E,
     sessionLost: E,
     deadline: X,
+    queueTimeout: E,
     shutdown: E,
   },
   ended: Object.fromEntries(EVENT_NAMES.map((e) => [e, X])) as Record<EventName, CallPhase>,
@@ -568,6 +586,88 @@ describe('ProxiedCall outcomes', () => {
     expect(gateHolder.down.outcome).toBe(`status ${GrpcStatus.RESOURCE_EXHAUSTED}`);
     expect(gateHolder.metrics.events).toContain('rejected');
     expect(gateHolder.openCalls.size).toBe(0);
+  });
+});
+
+describe('ProxiedCall: the queue timeout', () => {
+  const QUEUE_TIMEOUT_MS = 300;
+
+  it('answers a call queued past the queue timeout like a full worker: RESOURCE_EXHAUSTED with the pushback, counted as queue_timeout', () => {
+    const rejected: string[] = [];
+    const h = harness({ queued: true, queueTimeoutMs: QUEUE_TIMEOUT_MS, observer: { rejected: () => rejected.push('observer'), dispatched: () => undefined } });
+    h.call.start();
+    h.clock.timers.advance(QUEUE_TIMEOUT_MS - 1);
+    expect(h.call.phase).toBe('queued');
+    h.clock.timers.advance(1);
+    expect(h.call.phase).toBe('ended');
+    expect(h.down.outcome).toBe(`status ${GrpcStatus.RESOURCE_EXHAUSTED}`);
+    expect(h.down.sentHeaders!['grpc-message']).toBe('Server overloaded: worker at capacity');
+    expect(h.down.sentHeaders!['grpc-retry-pushback-ms']).toBe('250');
+    expect(h.metrics.events).toEqual(['rejected queue_timeout']);
+    expect(rejected).toEqual(['observer']);
+    expect(h.gate.queued).toBe(0);
+    // The slot that frees later goes to nobody: the call never reaches the engine.
+    h.blocker!.release();
+    EVENTS.dispatchTurn(h);
+    expect(h.connector.opened).toHaveLength(0);
+    expect(h.gate.inEngine).toBe(0);
+  });
+
+  it('lets a shorter deadline win: DEADLINE_EXCEEDED, no queue timer armed', () => {
+    const h = harness({ queued: true, queueTimeoutMs: DEADLINE_MS + 500 });
+    h.call.start();
+    expect(h.clock.timers.active).toBe(1); // the deadline only
+    h.clock.timers.advance(DEADLINE_MS);
+    expect(h.down.outcome).toBe(`status ${GrpcStatus.DEADLINE_EXCEEDED}`);
+    expect(h.metrics.events).toEqual(['deadlineWhileQueued']);
+  });
+
+  it('times a call without a deadline too, so it cannot wait for ever', () => {
+    const h = harness({ queued: true, deadlineMs: null, queueTimeoutMs: QUEUE_TIMEOUT_MS });
+    h.call.start();
+    h.clock.timers.advance(QUEUE_TIMEOUT_MS);
+    expect(h.down.outcome).toBe(`status ${GrpcStatus.RESOURCE_EXHAUSTED}`);
+  });
+
+  it('disarms the timer when the call reaches a slot in time, and arms none for an admitted call or a timeout of 0', () => {
+    const h = harness({ queued: true, queueTimeoutMs: QUEUE_TIMEOUT_MS });
+    h.call.start();
+    h.clock.timers.advance(QUEUE_TIMEOUT_MS - 1);
+    h.blocker!.release();
+    expect(h.clock.timers.active).toBe(1); // the deadline only
+    h.clock.timers.advance(QUEUE_TIMEOUT_MS);
+    EVENTS.dispatchTurn(h);
+    expect(h.call.phase).toBe('awaiting_response');
+    const admitted = harness({ queueTimeoutMs: QUEUE_TIMEOUT_MS });
+    admitted.call.start();
+    expect(admitted.clock.timers.active).toBe(1);
+    const off = harness({ queued: true, queueTimeoutMs: 0 });
+    off.call.start();
+    expect(off.clock.timers.active).toBe(1);
+  });
+
+  it('clears the timer when a queued call ends otherwise (client gone, shutdown)', () => {
+    for (const end of [EVENTS.clientReset, (h: Harness) => h.call.shutdown()]) {
+      const h = harness({ queued: true, deadlineMs: null, queueTimeoutMs: QUEUE_TIMEOUT_MS });
+      h.call.start();
+      end(h);
+      expect(h.clock.timers.active).toBe(0);
+    }
+  });
+
+  it('reports how long each call held its slot, from admission (the queue wait excluded) to release', () => {
+    const held: number[] = [];
+    const observer: CallObserver = { rejected: () => {}, dispatched: () => undefined, slotReleased: (ms) => held.push(ms) };
+    const h = harness({ queued: true, observer });
+    h.call.start();
+    h.clock.timers.advance(100); // queued: not counted
+    h.blocker!.release();
+    EVENTS.dispatchTurn(h);
+    h.clock.timers.advance(40);
+    EVENTS.engineResponse(h);
+    EVENTS.engineTrailers(h);
+    EVENTS.engineClose(h);
+    expect(held).toEqual([40]);
   });
 });
 

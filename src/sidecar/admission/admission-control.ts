@@ -1,0 +1,127 @@
+/**
+ * The admission settings in force (engine request limit N, queue limit Q, queue timeout, retry
+ * pushback) and the one way to change them while the sidecar runs, whoever asks: the admin API
+ * (`PUT /admission`) or SIGHUP (the config file). The last change wins.
+ *
+ *   control.change({ engineRequestLimit: 4 }, 'api')   // -> { changed: ['engineRequestLimit'] } or { problem }
+ *
+ * A change goes to the gate at once (AdmissionGate.setLimits: its rules for raising and lowering),
+ * to the retry pushback, and to the load events (published at once, like on a rejection); it is
+ * logged with each old and new value and its source, and counted.
+ */
+import type { OutgoingHttpHeaders } from 'node:http2';
+import type { Logger } from '../../platform/log.js';
+import { mulberry32, type Random } from '../../platform/prng.js';
+import { LIVE_SETTINGS, pushbackBoundsProblem, type AdmissionSettings, type LiveSettingKey } from '../config/sidecar-config.js';
+import { overloadResponse } from '../proxy/call-error.js';
+import type { AdmissionGate } from './gate.js';
+import { RetryPushback } from './retry-pushback.js';
+
+export type ChangeSource = 'api' | 'sighup';
+
+/** The settings' names on the wire (admin API JSON and log lines), as in the load events and flags. */
+export const ADMISSION_FIELDS = {
+  engineRequestLimit: 'engine_request_limit',
+  requestQueueLimit: 'request_queue_limit',
+  queueTimeoutMs: 'request_queue_timeout_ms',
+  retryPushbackMode: 'retry_pushback_mode',
+  retryPushbackMs: 'retry_pushback_ms',
+  retryPushbackMinMs: 'retry_pushback_min_ms',
+  retryPushbackMaxMs: 'retry_pushback_max_ms',
+} as const satisfies Record<LiveSettingKey, string>;
+
+const LIVE_KEYS = Object.keys(LIVE_SETTINGS) as LiveSettingKey[];
+
+/** The settings as JSON: field names of ADMISSION_FIELDS, admission off as `engine_request_limit: null`. */
+export function settingsJson(settings: AdmissionSettings): Record<string, number | string | null> {
+  const json: Record<string, number | string | null> = {};
+  for (const key of LIVE_KEYS) json[ADMISSION_FIELDS[key]] = settings[key] ?? null;
+  return json;
+}
+
+/** The gate's N and Q for these settings: admission off is an unbounded N and no queue. */
+export function gateLimits(settings: Pick<AdmissionSettings, 'engineRequestLimit' | 'requestQueueLimit'>): { limit: number; queueLimit: number } {
+  return settings.engineRequestLimit === undefined
+    ? { limit: Infinity, queueLimit: 0 }
+    : { limit: settings.engineRequestLimit, queueLimit: settings.requestQueueLimit };
+}
+
+export interface AdmissionControlDeps {
+  readonly gate: AdmissionGate;
+  /** At start-up, from the parsed config. */
+  readonly settings: AdmissionSettings;
+  readonly metrics: { admissionChanged(source: ChangeSource): void };
+  /** After every change, once the gate has it: the load events go out now. */
+  readonly onChange: () => void;
+  readonly logger: Logger;
+  /** Monotonic milliseconds (the pushback's mean slot time). */
+  readonly now: () => number;
+  /** Jitter of adaptive pushback; seeded at random by default. */
+  readonly random?: Random;
+}
+
+export interface LastChange {
+  readonly source: ChangeSource | 'startup';
+  /** Unix ms. */
+  readonly at: number;
+}
+
+export class AdmissionControl {
+  readonly pushback: RetryPushback;
+  private current: AdmissionSettings;
+  private fixedResponse: OutgoingHttpHeaders;
+  private last: LastChange = { source: 'startup', at: Date.now() };
+
+  constructor(private readonly deps: AdmissionControlDeps) {
+    this.current = deps.settings;
+    this.pushback = new RetryPushback(deps.settings, deps.gate, deps.now, deps.random ?? mulberry32((Math.random() * 2 ** 32) >>> 0));
+    this.fixedResponse = overloadResponse(deps.settings.retryPushbackMs);
+  }
+
+  get settings(): AdmissionSettings {
+    return this.current;
+  }
+
+  get lastChange(): LastChange {
+    return this.last;
+  }
+
+  /** The queue timeout a call queued now gets (0: none). */
+  get queueTimeoutMs(): number {
+    return this.current.queueTimeoutMs;
+  }
+
+  /** The whole RESOURCE_EXHAUSTED answer for one refusal: built once in fixed mode, per answer in adaptive mode. */
+  rejectionResponse(): OutgoingHttpHeaders {
+    return this.current.retryPushbackMode === 'fixed' ? this.fixedResponse : overloadResponse(this.pushback.nextMs());
+  }
+
+  /**
+   * Applies `change` on top of the settings in force. Each value must already be in its range
+   * (the callers parse it); what spans two settings is checked here, and a change that breaks it
+   * is refused whole. Returns the keys that actually changed (none: nothing logged or counted).
+   */
+  change(change: Partial<AdmissionSettings>, source: ChangeSource): { changed: LiveSettingKey[] } | { problem: string } {
+    const next = Object.freeze({ ...this.current, ...change }) as AdmissionSettings;
+    const problem = pushbackBoundsProblem(next);
+    if (problem) return { problem };
+    const changed = LIVE_KEYS.filter((key) => next[key] !== this.current[key]);
+    if (changed.length === 0) return { changed };
+    const before = this.current;
+    this.current = next;
+    this.last = { source, at: Date.now() };
+    this.pushback.configure(next);
+    if (next.retryPushbackMs !== before.retryPushbackMs) this.fixedResponse = overloadResponse(next.retryPushbackMs);
+    const { limit, queueLimit } = gateLimits(next);
+    const { gate } = this.deps;
+    const inEngine = gate.inEngine;
+    const queued = gate.queued;
+    gate.setLimits(limit, queueLimit);
+    this.deps.metrics.admissionChanged(source);
+    const fields: Record<string, unknown> = { source };
+    for (const key of changed) fields[ADMISSION_FIELDS[key]] = `${String(before[key] ?? null)} -> ${String(next[key] ?? null)}`;
+    this.deps.logger.info('admission changed', { ...fields, engine_request: inEngine, request_queue: queued });
+    this.deps.onChange();
+    return { changed };
+  }
+}

@@ -1,0 +1,123 @@
+/** AdmissionControl: one change, from the admin API or SIGHUP, reaches the gate, the pushback and the load events, logged and counted. */
+import { describe, expect, it } from 'vitest';
+import { mulberry32 } from '../../../../src/platform/prng.js';
+import { AdmissionControl, gateLimits, settingsJson, type ChangeSource } from '../../../../src/sidecar/admission/admission-control.js';
+import { AdmissionGate, type Permit } from '../../../../src/sidecar/admission/gate.js';
+import { admissionSettingsOf, parseSidecarConfig } from '../../../../src/sidecar/config/sidecar-config.js';
+import { recordingLogger } from '../../../support/recording-logger.js';
+
+function setup(flags: Record<string, string> = { engineRequestLimit: '2' }) {
+  const settings = admissionSettingsOf(parseSidecarConfig(flags, {}));
+  const { limit, queueLimit } = gateLimits(settings);
+  const gate = new AdmissionGate(limit, queueLimit);
+  const counted: ChangeSource[] = [];
+  const events: string[] = [];
+  const logger = recordingLogger();
+  const control = new AdmissionControl({
+    gate,
+    settings,
+    metrics: { admissionChanged: (source) => counted.push(source) },
+    onChange: () => events.push(`published limit=${gate.limit}`),
+    logger,
+    now: () => 0,
+    random: mulberry32(3),
+  });
+  return { gate, control, counted, events, logger };
+}
+
+describe('AdmissionControl', () => {
+  it('starts from the parsed settings; admission off is an unbounded gate without a queue', () => {
+    const { control, gate } = setup();
+    expect(settingsJson(control.settings)).toEqual({
+      engine_request_limit: 2,
+      request_queue_limit: 16,
+      request_queue_timeout_ms: 0,
+      retry_pushback_mode: 'fixed',
+      retry_pushback_ms: 250,
+      retry_pushback_min_ms: 100,
+      retry_pushback_max_ms: 10_000,
+    });
+    expect([gate.limit, gate.queueLimit]).toEqual([2, 16]);
+    expect(gateLimits({ engineRequestLimit: undefined, requestQueueLimit: 16 })).toEqual({ limit: Infinity, queueLimit: 0 });
+    expect(settingsJson(setup({}).control.settings).engine_request_limit).toBeNull();
+  });
+
+  it('applies a partial change to the gate at once, then publishes, logs old -> new with the source, and counts it', () => {
+    const { control, gate, counted, events, logger } = setup();
+    const admitted: number[] = [];
+    for (let i = 0; i < 6; i++) gate.acquire(() => admitted.push(i));
+    expect([gate.inEngine, gate.queued]).toEqual([2, 4]);
+    expect(control.change({ engineRequestLimit: 4, requestQueueLimit: 8 }, 'api')).toEqual({ changed: ['engineRequestLimit', 'requestQueueLimit'] });
+    expect([gate.inEngine, gate.queued, gate.limit, gate.queueLimit]).toEqual([4, 2, 4, 8]);
+    expect(admitted).toEqual([2, 3]); // the two oldest waiters, at once
+    expect(events).toEqual(['published limit=4']); // after the gate had the new N
+    expect(counted).toEqual(['api']);
+    expect(logger.find('admission changed', 'info')).toEqual([
+      {
+        level: 'info',
+        msg: 'admission changed',
+        fields: { source: 'api', engine_request_limit: '2 -> 4', request_queue_limit: '16 -> 8', engine_request: 2, request_queue: 4 },
+      },
+    ]);
+    expect(control.lastChange.source).toBe('api');
+    // Other settings kept their values.
+    expect(control.settings.retryPushbackMs).toBe(250);
+  });
+
+  it('turns admission off (null) and on again, logged as null', () => {
+    const { control, gate, logger } = setup();
+    const held: Permit[] = [];
+    for (let i = 0; i < 5; i++) gate.acquire((p) => held.push(p));
+    control.change({ engineRequestLimit: undefined }, 'sighup');
+    expect([gate.inEngine, gate.queued, gate.limit]).toEqual([5, 0, Infinity]);
+    control.change({ engineRequestLimit: 3 }, 'api');
+    expect([gate.limit, gate.queueLimit]).toEqual([3, 16]); // the queue limit in force comes back with N
+    expect(logger.find('admission changed').map((l) => [l.fields['source'], l.fields['engine_request_limit']])).toEqual([
+      ['sighup', '2 -> null'],
+      ['api', 'null -> 3'],
+    ]);
+  });
+
+  it('counts and logs nothing for a change that changes nothing', () => {
+    const { control, counted, events, logger } = setup();
+    expect(control.change({ engineRequestLimit: 2, retryPushbackMs: 250 }, 'api')).toEqual({ changed: [] });
+    expect(control.change({}, 'sighup')).toEqual({ changed: [] });
+    expect([counted, events, logger.lines]).toEqual([[], [], []]);
+    expect(control.lastChange.source).toBe('startup');
+  });
+
+  it('refuses a change whose pushback minimum would exceed its maximum, whole: nothing else applies', () => {
+    const { control, gate, counted } = setup();
+    const outcome = control.change({ engineRequestLimit: 9, retryPushbackMinMs: 5000, retryPushbackMaxMs: 1000 }, 'api');
+    expect(outcome).toEqual({ problem: 'the retry pushback minimum (5000 ms) is above its maximum (1000 ms)' });
+    expect(gate.limit).toBe(2);
+    expect(counted).toEqual([]);
+  });
+
+  it('answers refusals with the fixed pushback, built once, and with a jittered estimate in adaptive mode', () => {
+    const { control, gate } = setup();
+    const first = control.rejectionResponse();
+    expect(first['grpc-retry-pushback-ms']).toBe('250');
+    expect(first['grpc-status']).toBe('8');
+    expect(first['grpc-message']).toBe('Server overloaded: worker at capacity');
+    expect(control.rejectionResponse()).toBe(first);
+    control.change({ retryPushbackMs: 40 }, 'api');
+    expect(control.rejectionResponse()['grpc-retry-pushback-ms']).toBe('40');
+    for (let i = 0; i < 18; i++) gate.acquire(() => {});
+    control.pushback.slotHeld(1600);
+    control.change({ retryPushbackMode: 'adaptive' }, 'api');
+    // 16 queued + 1, N = 2, 1600 ms per call: 13,600 ms, above the default maximum of 10,000.
+    expect(control.pushback.estimateMs()).toBe(10_000);
+    const values = Array.from({ length: 200 }, () => Number(control.rejectionResponse()['grpc-retry-pushback-ms']));
+    expect(Math.min(...values)).toBeGreaterThanOrEqual(7500);
+    expect(Math.max(...values)).toBeLessThanOrEqual(10_000);
+    expect(new Set(values).size).toBeGreaterThan(20);
+  });
+
+  it('gives the queue timeout in force to calls that queue after a change', () => {
+    const { control } = setup();
+    expect(control.queueTimeoutMs).toBe(0);
+    control.change({ queueTimeoutMs: 1500 }, 'sighup');
+    expect(control.queueTimeoutMs).toBe(1500);
+  });
+});
