@@ -63,7 +63,7 @@ export function describeFrontend(config: FrontendConfig, port: number): string {
   const set = Object.entries(config.thresholds)
     .filter(([, v]) => v !== null)
     .map(([k, v]) => `${k}=${v}`);
-  return `listening on http://${host}:${port}, ${sources}, router ${config.routerMode}, thresholds ${set.length ? set.join(' ') : 'none (busy rejection off)'}`;
+  return `listening on ${config.tls.http ? 'https' : 'http'}://${host}:${port}, ${sources}, router ${config.routerMode}, thresholds ${set.length ? set.join(' ') : 'none (busy rejection off)'}`;
 }
 
 async function runFrontend(config: FrontendConfig, io: CommandIo): Promise<void> {

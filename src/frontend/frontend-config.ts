@@ -7,6 +7,8 @@
 import { parseHostPort, formatHostPort, type HostPort } from '../platform/config/host-port.js';
 import { OptionReader, parseNatsServers, type Env } from '../platform/config/option-reader.js';
 import type { LogLevel } from '../platform/log.js';
+import { parseNatsSecurity, type NatsSecurity } from '../platform/nats-security.js';
+import { readClientTls, readServerTls, type ClientTlsConfig, type ServerTlsConfig } from '../platform/tls/tls-options.js';
 import type { Thresholds } from './routing/contracts.js';
 import { ROUTER_MODES, type RouterMode } from './routing/router.js';
 import { FRONTEND_OPTIONS, type FrontendOptionKey, type FrontendRawFlags } from './options.js';
@@ -18,6 +20,8 @@ export interface FrontendConfig {
   readonly workers: readonly string[];
   /** `undefined`: no NATS source. */
   readonly natsServers: readonly string[] | undefined;
+  /** TLS files and authentication of the NATS connection. */
+  readonly natsSecurity: NatsSecurity;
   readonly namespace: string;
   readonly component: string;
   readonly endpoint: string;
@@ -42,8 +46,19 @@ export interface FrontendConfig {
   /** On shutdown, requests in progress get this long before their connections are closed. */
   readonly shutdownGraceMs: number;
   readonly logLevel: LogLevel;
+  readonly tls: FrontendTlsConfig;
   /** Accepted-but-ignored settings and fallbacks, to log at startup. */
   readonly warnings: readonly string[];
+}
+
+/** TLS of the listeners and of the worker connections (docs/operations/tls.md); undefined: plaintext. */
+export interface FrontendTlsConfig {
+  /** The HTTP server and the admin listener (with `caFile`: mTLS). */
+  readonly http: ServerTlsConfig | undefined;
+  /** gRPC to the sidecars: Generate calls and WorkerLoad pushes. */
+  readonly workers: ClientTlsConfig | undefined;
+  /** Between two reads of the certificate files; 0: never. */
+  readonly reloadIntervalMs: number;
 }
 
 /** The typed defaults live in the option table (options.ts); this one is also the fallback for a bad status. */
@@ -62,6 +77,7 @@ export function parseFrontendConfig(flags: FrontendRawFlags, env: Env): Frontend
     httpPort: read.integer('httpPort', 0, 65535),
     workers: parseWorkers(read, workers),
     natsServers: parseNatsServers(read),
+    natsSecurity: parseNatsSecurity(read, read.raw('natsUrl') !== undefined),
     namespace: read.string('namespace'),
     component: read.string('component'),
     endpoint: read.string('endpoint'),
@@ -86,6 +102,11 @@ export function parseFrontendConfig(flags: FrontendRawFlags, env: Env): Frontend
     requestTimeoutMs: read.integer('requestTimeoutMs', 0, 86_400_000) || undefined,
     shutdownGraceMs: read.integer('shutdownGraceMs', 0, 3_600_000),
     logLevel: read.choice('logLevel', LOG_LEVELS),
+    tls: Object.freeze({
+      http: readServerTls(read, { cert: 'tlsCert', key: 'tlsKey', clientCa: 'tlsClientCa' }),
+      workers: readClientTls(read, { enabled: 'workerTls', ca: 'workerCa', cert: 'workerCert', key: 'workerKey', serverName: 'workerServerName' }),
+      reloadIntervalMs: read.integer('tlsReloadIntervalMs', 0, 3_600_000),
+    }),
     warnings: Object.freeze(warnings),
   };
   read.check();

@@ -8,9 +8,13 @@
  */
 import { Registry } from 'prom-client';
 import type { Logger } from '../platform/log.js';
+import { ClientTls } from '../platform/tls/client-tls.js';
+import { ServerTls, type TlsDeps } from '../platform/tls/server-tls.js';
+import { TlsMetrics } from '../platform/tls/tls-metrics.js';
 import { buildAdminApp, buildFrontendApp } from './http/app.js';
 import type { FrontendConfig } from './frontend-config.js';
 import { GrpcWorkerClients } from './generate/worker-clients.js';
+import { WorkerCredentials } from './generate/worker-credentials.js';
 import { WorkerRouter } from './routing/router.js';
 import { ThresholdStore } from './routing/thresholds.js';
 import { registerWorkerMetrics } from './routing/worker-metrics.js';
@@ -51,6 +55,13 @@ export async function startFrontend(config: FrontendConfig, deps: FrontendDeps):
   const tokenizer = config.tokenizerPath === undefined ? createDefaultTokenizer() : await loadHuggingFaceTokenizer(config.tokenizerPath);
 
   const registry = new Registry();
+  const { http: httpTls, workers: workersTls } = config.tls;
+  const tlsDeps: TlsDeps | undefined =
+    httpTls || workersTls
+      ? { intervalMs: config.tls.reloadIntervalMs, logger: logger.child({ component: 'tls' }), metrics: new TlsMetrics(registry, 'dynamo_frontend') }
+      : undefined;
+  const workerTls = workersTls && ClientTls.load(workersTls, 'worker-client', tlsDeps!);
+  const credentials = new WorkerCredentials(workerTls);
   const pool = new WorkerPool({ defaultHeartbeatMs: config.loadHeartbeatMs, leaseMs: config.overloadLeaseMs, maxWorkers: config.maxWorkers });
   const router: WorkerRouter = new WorkerRouter(
     { mode: config.routerMode, kvBlockSize: config.kvBlockSize, trackOutputBlocks: config.routerTrackOutputBlocks },
@@ -66,6 +77,7 @@ export async function startFrontend(config: FrontendConfig, deps: FrontendDeps):
         pool,
         now,
         logger: logger.child({ component: 'nats' }),
+        security: config.natsSecurity,
       })
     : undefined;
   const push = config.workers.length
@@ -75,6 +87,7 @@ export async function startFrontend(config: FrontendConfig, deps: FrontendDeps):
         now,
         logger: logger.child({ component: 'worker-load' }),
         defaultHeartbeatMs: config.loadHeartbeatMs,
+        credentials,
       })
     : undefined;
   registerWorkerMetrics(
@@ -89,7 +102,7 @@ export async function startFrontend(config: FrontendConfig, deps: FrontendDeps):
   }, config.loadHeartbeatMs);
   sweep.unref();
 
-  const workers = new GrpcWorkerClients(config.requestTimeoutMs === undefined ? {} : { requestDeadlineMs: config.requestTimeoutMs });
+  const workers = new GrpcWorkerClients(config.requestTimeoutMs === undefined ? { credentials } : { requestDeadlineMs: config.requestTimeoutMs, credentials });
   const app = buildFrontendApp({
     router,
     thresholds,
@@ -97,6 +110,7 @@ export async function startFrontend(config: FrontendConfig, deps: FrontendDeps):
     tokenizer,
     registry,
     logger,
+    tls: httpTls && ServerTls.load(httpTls, 'http', tlsDeps!),
     options: {
       overloadStatus: config.overloadStatus,
       retryAfterS: config.retryAfterS,
@@ -106,8 +120,12 @@ export async function startFrontend(config: FrontendConfig, deps: FrontendDeps):
     },
   });
 
-  const admin = config.adminApi && config.adminAddress ? buildAdminApp({ router, thresholds, logger, bodyLimitBytes: config.maxBodyBytes }) : undefined;
+  const admin =
+    config.adminApi && config.adminAddress
+      ? buildAdminApp({ router, thresholds, logger, bodyLimitBytes: config.maxBodyBytes, tls: httpTls && ServerTls.load(httpTls, 'admin', tlsDeps!) })
+      : undefined;
 
+  workerTls?.start();
   nats?.start();
   push?.start();
   let port: number;
@@ -125,6 +143,7 @@ export async function startFrontend(config: FrontendConfig, deps: FrontendDeps):
     await nats?.close();
     await Promise.all([app.close(), admin?.close()]);
     workers.close();
+    workerTls?.close();
     throw err;
   }
 
@@ -146,6 +165,7 @@ export async function startFrontend(config: FrontendConfig, deps: FrontendDeps):
         await Promise.all([app.close(), admin?.close()]);
         clearTimeout(force);
         workers.close();
+        workerTls?.close();
         await nats?.close();
       })();
       return closing;

@@ -7,6 +7,7 @@
  */
 import type { OptionSpec } from '../platform/config/option-spec.js';
 import { LOAD_SUBJECT_OPTIONS } from '../protocol/load-event.js';
+import { NATS_SECURITY_OPTIONS } from '../platform/nats-security.js';
 
 export const FRONTEND_OPTIONS = {
   httpHost: { flag: '--http-host <host>', env: 'DYN_HTTP_HOST', default: '0.0.0.0', help: 'address of the OpenAI-compatible HTTP server' },
@@ -28,6 +29,7 @@ export const FRONTEND_OPTIONS = {
     defaultText: 'none',
     help: "NATS server to read the sidecars' load events from; workers appear with their first event",
   },
+  ...NATS_SECURITY_OPTIONS,
   ...LOAD_SUBJECT_OPTIONS,
   routerMode: {
     flag: '--router-mode <mode>',
@@ -126,6 +128,51 @@ export const FRONTEND_OPTIONS = {
     help: 'on SIGTERM, how long requests in progress (streams included) may run before their connections are closed (which cancels their worker calls)',
   },
   logLevel: { flag: '--log-level <level>', env: 'DYN_LOG_LEVEL', default: 'info', help: 'debug | info | warn | error (JSON lines on stderr)' },
+  // TLS (docs/operations/tls.md): every listener and client is plaintext unless given its files.
+  tlsCert: {
+    flag: '--tls-cert <file>',
+    env: 'DYN_HTTP_TLS_CERT',
+    defaultText: 'none: HTTP',
+    help: 'certificate chain (PEM) of the HTTP server (and of --admin-address): HTTPS, HTTP/1.1 as OpenAI clients speak it; needs --tls-key',
+  },
+  tlsKey: { flag: '--tls-key <file>', env: 'DYN_HTTP_TLS_KEY', defaultText: 'none', help: 'unencrypted PEM private key of --tls-cert' },
+  tlsClientCa: {
+    flag: '--tls-client-ca <file>',
+    env: 'DYN_HTTP_TLS_CLIENT_CA',
+    defaultText: 'none: client certificates not asked',
+    help: 'CA bundle (PEM): every HTTP client (admin too) must present a certificate signed by it (mTLS), else its handshake fails; needs --tls-cert',
+  },
+  workerTls: {
+    flag: '--worker-tls',
+    env: 'DYN_FRONTEND_WORKER_TLS',
+    default: false,
+    help: "gRPC over TLS to the workers' sidecars (Generate calls and WorkerLoad pushes), verifying their certificates",
+  },
+  workerCa: {
+    flag: '--worker-ca <file>',
+    env: 'DYN_FRONTEND_WORKER_CA',
+    defaultText: 'the system CAs',
+    help: "CA bundle (PEM) the sidecars' certificates must chain to; needs --worker-tls",
+  },
+  workerCert: {
+    flag: '--worker-cert <file>',
+    env: 'DYN_FRONTEND_WORKER_CERT',
+    defaultText: 'none',
+    help: 'client certificate chain (PEM) presented to sidecars that verify clients (mTLS); needs --worker-key and --worker-tls',
+  },
+  workerKey: { flag: '--worker-key <file>', env: 'DYN_FRONTEND_WORKER_KEY', defaultText: 'none', help: 'unencrypted PEM private key of --worker-cert' },
+  workerServerName: {
+    flag: '--worker-server-name <name>',
+    env: 'DYN_FRONTEND_WORKER_SERVER_NAME',
+    defaultText: "each worker's host",
+    help: "name sent as SNI and required in every sidecar's certificate (one name for all workers); needs --worker-tls",
+  },
+  tlsReloadIntervalMs: {
+    flag: '--tls-reload-interval-ms <ms>',
+    env: 'DYN_TLS_RELOAD_INTERVAL_MS',
+    default: 5000,
+    help: 'how often certificate files are read for changes (Kubernetes secret rotation); changed files are checked and used for new connections, existing ones keep theirs; 0 = never',
+  },
 } as const satisfies Record<string, OptionSpec>;
 
 export type FrontendOptionKey = keyof typeof FRONTEND_OPTIONS;

@@ -4,10 +4,13 @@
  * blocks nor crashes startup, and the caller's close() can stop it: nats.js's own
  * waitOnFirstConnect loop cannot be cancelled. After the first connect nats.js reconnects by
  * itself, forever (maxReconnectAttempts -1). The first failure is logged once, never
- * each attempt; server URLs go through the logger, which redacts credentials.
+ * each attempt; server URLs go through the logger, which redacts credentials. TLS and
+ * authentication come from `security` (nats-security.ts); nats.js reads their files at every
+ * connection, so a rotated certificate or credentials file is used from the next one.
  */
 import { connect as natsConnect, type NatsConnection, type NodeConnectionOptions } from '@nats-io/transport-node';
 import type { Logger } from './log.js';
+import { describeNatsSecurity, natsConnectionSecurity, type NatsSecurity } from './nats-security.js';
 
 export type NatsConnectFn = (options: NodeConnectionOptions) => Promise<NatsConnection>;
 
@@ -21,6 +24,8 @@ export interface FirstConnectOptions {
   /** nats.js's liveness check: a connection whose server leaves two PINGs this far apart unanswered is dropped. */
   readonly pingIntervalMs: number;
   readonly logger: Logger;
+  /** TLS files and authentication (nats-security.ts); default none. */
+  readonly security?: NatsSecurity | undefined;
   /** Replaceable for tests. */
   readonly connect?: NatsConnectFn | undefined;
 }
@@ -44,6 +49,7 @@ export function connectInBackground(options: FirstConnectOptions): FirstConnect 
     maxPingOut: 2,
     waitOnFirstConnect: false,
     timeout: 5000,
+    ...(options.security ? natsConnectionSecurity(options.security) : {}),
   };
   let cancelled = false;
   let wake: (() => void) | undefined;
@@ -65,7 +71,12 @@ export function connectInBackground(options: FirstConnectOptions): FirstConnect 
         await nc.close();
         return undefined;
       } catch (err) {
-        if (attempt === 0) options.logger.warn('NATS not reachable, retrying in the background', { servers: options.servers, error: (err as Error).message });
+        if (attempt === 0)
+          options.logger.warn('NATS not reachable, retrying in the background', {
+            servers: options.servers,
+            error: (err as Error).message,
+            ...(options.security ? describeNatsSecurity(options.security) : {}),
+          });
         await sleep(Math.min(options.reconnectTimeWaitMs, 100 * 2 ** attempt) + Math.random() * options.reconnectJitterMs);
       }
     }

@@ -14,6 +14,9 @@ import { formatHostPort, type HostPort } from '../platform/config/host-port.js';
 import { admissionSettingsOf, type SidecarConfig } from './config/sidecar-config.js';
 import { LoadReporting } from './load/load-reporting.js';
 import type { Logger } from '../platform/log.js';
+import { ClientTls } from '../platform/tls/client-tls.js';
+import { ServerTls, type TlsDeps } from '../platform/tls/server-tls.js';
+import { TlsMetrics } from '../platform/tls/tls-metrics.js';
 import { SidecarMetrics } from './metrics/sidecar-metrics.js';
 import type { CallClock, CallContext, CallObserver } from './proxy/call-context.js';
 import { DispatchBatch } from './proxy/dispatch-batch.js';
@@ -71,12 +74,22 @@ export async function startSidecar(config: SidecarConfig, deps: SidecarDeps): Pr
   const { limit, queueLimit } = gateLimits(config);
   const gate = new AdmissionGate(limit, queueLimit, gateListener);
 
+  const registry = new Registry();
+  const { ingress: ingressTls, system: systemTls, upstream: upstreamTls } = config.tls;
+  const tlsDeps: TlsDeps | undefined =
+    ingressTls || systemTls || upstreamTls
+      ? { intervalMs: config.tls.reloadIntervalMs, logger: logger.child({ component: 'tls' }), metrics: new TlsMetrics(registry, 'dynamo_sidecar') }
+      : undefined;
+  const upstreamClientTls = upstreamTls && ClientTls.load(upstreamTls, 'upstream-client', tlsDeps!);
+
   const { connections } = config;
-  const upstream = new UpstreamPool({ target, pingIntervalMs: connections.upstreamPingIntervalMs, pingTimeoutMs: connections.upstreamPingTimeoutMs }, logger);
+  const upstream = new UpstreamPool(
+    { target, pingIntervalMs: connections.upstreamPingIntervalMs, pingTimeoutMs: connections.upstreamPingTimeoutMs, tls: upstreamClientTls },
+    logger,
+  );
   let draining = false;
   let drainAnnounced = false;
 
-  const registry = new Registry();
   const metrics = new SidecarMetrics(registry, { gate, retryPushbackMs: (): number => admission.pushback.estimateMs() }, () => upstream.reachable);
   const reporting = new LoadReporting({
     config: config.load,
@@ -141,6 +154,7 @@ export async function startSidecar(config: SidecarConfig, deps: SidecarDeps): Pr
     idleTimeoutMs: connections.idleTimeoutMs,
     handshakeTimeoutMs: connections.handshakeTimeoutMs,
     logger,
+    tls: ingressTls && ServerTls.load(ingressTls, 'ingress', tlsDeps!),
   });
   const system = new SystemServer({
     registry,
@@ -151,8 +165,10 @@ export async function startSidecar(config: SidecarConfig, deps: SidecarDeps): Pr
     metricsCacheMs: config.metricsCacheMs,
     idleTimeoutMs: connections.idleTimeoutMs,
     handshakeTimeoutMs: connections.handshakeTimeoutMs,
+    tls: systemTls && ServerTls.load(systemTls, 'system', tlsDeps!),
   });
 
+  upstreamClientTls?.start();
   upstream.start();
   let ingressPort: number;
   let systemPort: number;
@@ -164,6 +180,7 @@ export async function startSidecar(config: SidecarConfig, deps: SidecarDeps): Pr
     reporting.bound(grpcAddress, ingressPort);
     systemPort = await system.listen(config.systemHost, config.systemPort);
   } catch (err) {
+    upstreamClientTls?.close();
     await Promise.all([ingress.close(0), system.close(), upstream.close(), reporting.close()]);
     throw err;
   }
@@ -205,6 +222,7 @@ export async function startSidecar(config: SidecarConfig, deps: SidecarDeps): Pr
     async close() {
       rejectionLog.close();
       await Promise.all([ingress.close(), system.close()]);
+      upstreamClientTls?.close();
       await Promise.all([upstream.close(), reporting.close()]);
     },
   };

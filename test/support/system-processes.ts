@@ -136,7 +136,7 @@ export class SystemUnderTest {
     const started = await spawnUntil(
       ['frontend', '--http-host', '127.0.0.1', '--http-port', '0', ...args],
       env,
-      /dynamo-frontend: listening on http:\/\/127\.0\.0\.1:(\d+)/,
+      /dynamo-frontend: listening on https?:\/\/127\.0\.0\.1:(\d+)/,
       'frontend',
     );
     const port = Number(started.match[1]);

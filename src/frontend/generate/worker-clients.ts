@@ -11,6 +11,7 @@ import { vllmEngineService } from '../../protocol/engine/engine-proto.js';
 import { DP_RANK_HEADER } from '../../protocol/load-event.js';
 import type { RouteTarget } from '../routing/contracts.js';
 import type { GrpcStatus } from '../../protocol/grpc/status.js';
+import { WorkerCredentials } from './worker-credentials.js';
 
 /** How a call ends: grpc-js's status (code 0 = OK). */
 export interface CallStatus {
@@ -42,6 +43,8 @@ export interface WorkerClientsOptions {
   readonly channelOptions?: grpc.ChannelOptions;
   /** Wall clock for deadlines (grpc-js deadlines are absolute Date.now() times). */
   readonly now?: () => number;
+  /** Plaintext or TLS (--worker-tls); default plaintext. */
+  readonly credentials?: WorkerCredentials;
 }
 
 type GenerateMethod = (
@@ -52,11 +55,15 @@ type GenerateMethod = (
 
 export class GrpcWorkerClients implements WorkerClients {
   private readonly clients = new Map<string, grpc.Client>();
+  /** The credentials' generation each client was made with. */
+  private readonly generations = new Map<string, number>();
   private readonly now: () => number;
+  private readonly credentials: WorkerCredentials;
   private closed = false;
 
   constructor(private readonly options: WorkerClientsOptions = {}) {
     this.now = options.now ?? Date.now;
+    this.credentials = options.credentials ?? new WorkerCredentials(undefined);
   }
 
   /** Addresses with an open client, for tests and diagnostics. */
@@ -86,10 +93,18 @@ export class GrpcWorkerClients implements WorkerClients {
 
   private client(address: string): grpc.Client {
     let client = this.clients.get(address);
+    const generation = this.credentials.generation;
+    // TLS files reloaded since this client was made: new calls get a new client with the new files.
+    if (client !== undefined && this.generations.get(address) !== generation) {
+      client.close();
+      client = undefined;
+    }
     if (client === undefined) {
       const Ctor = vllmEngineService();
-      client = new Ctor(address, grpc.credentials.createInsecure(), this.options.channelOptions ?? {});
+      const channel = this.credentials.channel();
+      client = new Ctor(address, channel.credentials, { ...channel.options, ...this.options.channelOptions });
       this.clients.set(address, client);
+      this.generations.set(address, generation);
     }
     return client;
   }

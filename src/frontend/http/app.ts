@@ -10,10 +10,12 @@
  * "temperature": "0.5" is a 400, as with OpenAI.
  */
 import { randomUUID } from 'node:crypto';
+import { Server as HttpsServer } from 'node:https';
 import { fastifySSE } from '@fastify/sse';
 import Fastify, { type FastifyInstance } from 'fastify';
 import type { Registry } from 'prom-client';
 import type { Logger } from '../../platform/log.js';
+import type { ServerTls } from '../../platform/tls/server-tls.js';
 import { FrontendMetrics } from '../frontend-metrics.js';
 import type { WorkerClients } from '../generate/worker-clients.js';
 import type { Router, ThresholdApi } from '../routing/contracts.js';
@@ -58,6 +60,8 @@ export interface FrontendAppDeps {
   readonly clock?: FrontendClock;
   /** Id of each request (gRPC request_id, and the response id after "chatcmpl-"/"cmpl-"). Default: random UUIDs. */
   readonly newRequestId?: () => string;
+  /** HTTPS with this certificate, kept fresh until the app closes; undefined: HTTP. */
+  readonly tls?: ServerTls | undefined;
 }
 
 const SYSTEM_CLOCK: FrontendClock = { now: () => Date.now(), monotonic: () => performance.now() };
@@ -65,7 +69,7 @@ const SYSTEM_CLOCK: FrontendClock = { now: () => Date.now(), monotonic: () => pe
 export function buildFrontendApp(deps: FrontendAppDeps): FastifyInstance {
   const { options, logger } = deps;
   const clock = deps.clock ?? SYSTEM_CLOCK;
-  const app = newFastify(options.bodyLimitBytes);
+  const app = newFastify(options.bodyLimitBytes, deps.tls);
   void app.register(fastifySSE, { heartbeatInterval: options.sseHeartbeatMs ?? 15_000 });
 
   void app.register(openAiRoutes, {
@@ -86,19 +90,27 @@ export function buildFrontendApp(deps: FrontendAppDeps): FastifyInstance {
 }
 
 /** The admin API alone, for --admin-address (its own port, e.g. loopback only). */
-export function buildAdminApp(deps: Pick<FrontendAppDeps, 'router' | 'thresholds' | 'logger'> & { readonly bodyLimitBytes: number }): FastifyInstance {
-  const app = newFastify(deps.bodyLimitBytes);
+export function buildAdminApp(deps: Pick<FrontendAppDeps, 'router' | 'thresholds' | 'logger' | 'tls'> & { readonly bodyLimitBytes: number }): FastifyInstance {
+  const app = newFastify(deps.bodyLimitBytes, deps.tls);
   void app.register(busyThresholdRoutes, { router: deps.router, thresholds: deps.thresholds, logger: deps.logger });
   return app;
 }
 
-/** JSON bodies only (text/plain gets 415 like any other type); ajv does not coerce types. */
-function newFastify(bodyLimitBytes: number): FastifyInstance {
+/** JSON bodies only (text/plain gets 415 like any other type); ajv does not coerce types. HTTPS (HTTP/1.1) with `tls`. */
+function newFastify(bodyLimitBytes: number, tls: ServerTls | undefined): FastifyInstance {
   const app = Fastify({
     logger: false,
     bodyLimit: bodyLimitBytes,
     ajv: { customOptions: { coerceTypes: false, removeAdditional: false } },
+    https: tls?.serverOptions ?? null,
   });
+  if (tls && app.server instanceof HttpsServer) {
+    tls.serve(app.server);
+    app.addHook('onClose', (_instance, done) => {
+      tls.close();
+      done();
+    });
+  }
   app.removeContentTypeParser('text/plain');
   app.setNotFoundHandler((request, reply) =>
     reply.code(404).send({ message: `Route ${request.method} ${request.url.split('?')[0]} not found`, type: 'Not Found', code: 404 }),

@@ -13,6 +13,7 @@
 import type { NatsConnection } from '@nats-io/transport-node';
 import type { Logger } from '../../platform/log.js';
 import { connectInBackground, type FirstConnect, type NatsConnectFn } from '../../platform/nats-first-connect.js';
+import type { NatsSecurity } from '../../platform/nats-security.js';
 import { loadSubject } from '../../protocol/load-event.js';
 import { InvalidLoadReportError, parseRankReport } from '../routing/load-report.js';
 import type { WorkerPool } from '../routing/worker-pool.js';
@@ -28,6 +29,8 @@ export interface NatsLoadSourceOptions {
   /** Called after each applied event (e.g. to refresh gauges). */
   readonly onApplied?: () => void;
   readonly connect?: NatsConnectFn;
+  /** TLS files and authentication of the connection (nats-security.ts). */
+  readonly security?: NatsSecurity | undefined;
 }
 
 export class NatsLoadSource {
@@ -109,6 +112,7 @@ export class NatsLoadSource {
       reconnectJitterMs: 500,
       pingIntervalMs: 2000,
       logger: this.options.logger,
+      security: this.options.security,
     });
     const nc = await this.firstConnect.connected;
     if (nc && !this.closing) this.attach(nc);

@@ -14,6 +14,7 @@ import * as protoLoader from '@grpc/proto-loader';
 import { join } from 'node:path';
 import type { Logger } from '../../platform/log.js';
 import { PROTO_DIR } from '../../protocol/proto-path.js';
+import type { WorkerCredentials } from '../generate/worker-credentials.js';
 import { parseRankReport } from '../routing/load-report.js';
 import { STALE_AFTER_HEARTBEATS, type WorkerPool } from '../routing/worker-pool.js';
 
@@ -46,11 +47,14 @@ export interface PushLoadSourceOptions {
   /** Heartbeat assumed before the first update says the sidecar's own. */
   readonly defaultHeartbeatMs: number;
   readonly onApplied?: () => void;
+  /** Plaintext or TLS (--worker-tls); default plaintext. */
+  readonly credentials?: WorkerCredentials | undefined;
 }
 
 /** One --worker address and its stream. */
 class WorkerWatch {
   private client: WatchClient;
+  private clientGeneration: number;
   private call: grpc.ClientReadableStream<{ ranks: unknown[] }> | undefined;
   private workerIds = new Set<string>();
   private retryTimer: NodeJS.Timeout | undefined;
@@ -66,12 +70,19 @@ class WorkerWatch {
     private readonly options: PushLoadSourceOptions,
     private readonly stats: { events: number; invalid: number; refused: number },
   ) {
+    this.clientGeneration = options.credentials?.generation ?? 0;
+    this.client = this.newClient();
+    this.heartbeatMs = options.defaultHeartbeatMs;
+  }
+
+  private newClient(): WatchClient {
     const Ctor = workerLoadClientCtor();
-    this.client = new Ctor(address, grpc.credentials.createInsecure(), {
+    const channel = this.options.credentials?.channel() ?? { credentials: grpc.credentials.createInsecure(), options: {} };
+    return new Ctor(this.address, channel.credentials, {
+      ...channel.options,
       'grpc.initial_reconnect_backoff_ms': 100,
       'grpc.max_reconnect_backoff_ms': 2000,
     }) as unknown as WatchClient;
-    this.heartbeatMs = options.defaultHeartbeatMs;
   }
 
   get connected(): boolean {
@@ -80,6 +91,13 @@ class WorkerWatch {
 
   open(): void {
     if (this.closed) return;
+    // TLS files reloaded since the client was made: the new stream goes over a new client with the new files.
+    const generation = this.options.credentials?.generation ?? 0;
+    if (generation !== this.clientGeneration) {
+      this.client.close();
+      this.client = this.newClient();
+      this.clientGeneration = generation;
+    }
     const call = this.client.Watch({});
     this.call = call;
     this.armSilence();

@@ -50,6 +50,13 @@ export class OptionReader<S extends Specs> {
     return undefined;
   }
 
+  /** How a message names an option whatever its source: `--tls-key or DYN_SIDECAR_TLS_KEY` (the variable alone without a flag). */
+  names(key: Key<S>): string {
+    const spec: OptionSpec | undefined = this.specs[key];
+    if (spec === undefined) return key;
+    return spec.flag ? `${spec.flag.replace(/ .*/, '')} or ${spec.env}` : spec.env;
+  }
+
   /** The table entry's default (`undefined` when it has none). */
   defaultOf<K extends Key<S>>(key: K): DefaultOf<S, K> {
     const spec: OptionSpec | undefined = this.specs[key];

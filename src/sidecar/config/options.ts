@@ -7,6 +7,7 @@
  */
 import type { OptionSpec } from '../../platform/config/option-spec.js';
 import { LOAD_SUBJECT_OPTIONS } from '../../protocol/load-event.js';
+import { NATS_SECURITY_OPTIONS } from '../../platform/nats-security.js';
 
 /** Demo mode (no upstream): the status line is on, this often, unless set otherwise. */
 export const DEMO_STATUS_INTERVAL_MS = 5000;
@@ -139,6 +140,58 @@ export const SIDECAR_OPTIONS = {
     default: 3000,
     help: 'the engine is unreachable (not ready) when its SETTINGS or a PING answer take longer than this',
   },
+  // TLS (docs/operations/tls.md): every listener and client is plaintext unless given its files.
+  tlsCert: {
+    flag: '--tls-cert <file>',
+    env: 'DYN_SIDECAR_TLS_CERT',
+    defaultText: 'none: h2c',
+    help: 'certificate chain (PEM) of the gRPC ingress: HTTP/2 over TLS (ALPN h2) instead of h2c; needs --tls-key',
+  },
+  tlsKey: { flag: '--tls-key <file>', env: 'DYN_SIDECAR_TLS_KEY', defaultText: 'none', help: 'unencrypted PEM private key of --tls-cert' },
+  tlsClientCa: {
+    flag: '--tls-client-ca <file>',
+    env: 'DYN_SIDECAR_TLS_CLIENT_CA',
+    defaultText: 'none: client certificates not asked',
+    help: 'CA bundle (PEM): every ingress client must present a certificate signed by it (mTLS), else its handshake fails; needs --tls-cert',
+  },
+  systemTlsCert: {
+    flag: '--system-tls-cert <file>',
+    env: 'DYN_SYSTEM_TLS_CERT',
+    defaultText: 'none: HTTP',
+    help: 'certificate chain (PEM) of the system port: HTTPS for /metrics /health /live /ready /load; needs --system-tls-key',
+  },
+  systemTlsKey: { flag: '--system-tls-key <file>', env: 'DYN_SYSTEM_TLS_KEY', defaultText: 'none', help: 'unencrypted PEM private key of --system-tls-cert' },
+  upstreamTls: {
+    flag: '--upstream-tls',
+    env: 'DYN_SIDECAR_UPSTREAM_TLS',
+    default: false,
+    help: 'HTTP/2 over TLS (ALPN h2) to the engine, verifying its certificate; a failed handshake makes the engine unreachable, with the reason in the log and /ready',
+  },
+  upstreamCa: {
+    flag: '--upstream-ca <file>',
+    env: 'DYN_SIDECAR_UPSTREAM_CA',
+    defaultText: 'the system CAs',
+    help: "CA bundle (PEM) the engine's certificate must chain to; needs --upstream-tls",
+  },
+  upstreamCert: {
+    flag: '--upstream-cert <file>',
+    env: 'DYN_SIDECAR_UPSTREAM_CERT',
+    defaultText: 'none',
+    help: 'client certificate chain (PEM) presented to an engine that verifies clients (mTLS); needs --upstream-key and --upstream-tls',
+  },
+  upstreamKey: { flag: '--upstream-key <file>', env: 'DYN_SIDECAR_UPSTREAM_KEY', defaultText: 'none', help: 'unencrypted PEM private key of --upstream-cert' },
+  upstreamServerName: {
+    flag: '--upstream-server-name <name>',
+    env: 'DYN_SIDECAR_UPSTREAM_SERVER_NAME',
+    defaultText: 'the --upstream host',
+    help: "name sent as SNI and required in the engine's certificate; needs --upstream-tls",
+  },
+  tlsReloadIntervalMs: {
+    flag: '--tls-reload-interval-ms <ms>',
+    env: 'DYN_TLS_RELOAD_INTERVAL_MS',
+    default: 5000,
+    help: 'how often certificate files are read for changes (Kubernetes secret rotation); changed files are checked and used for new connections, existing ones keep theirs; 0 = never',
+  },
   metricsCacheMs: {
     flag: '--metrics-cache-ms <ms>',
     env: 'DYN_SIDECAR_METRICS_CACHE_MS',
@@ -217,6 +270,7 @@ export const SIDECAR_OPTIONS = {
     defaultText: 'none (no publishing; GET /load still works)',
     help: 'NATS server for load events, e.g. nats://127.0.0.1:4222',
   },
+  ...NATS_SECURITY_OPTIONS,
   ...LOAD_SUBJECT_OPTIONS,
   eventFormat: {
     flag: '--event-format <format>',

@@ -16,6 +16,8 @@ import { OptionReader, parseNatsServers, type Env } from '../../platform/config/
 import { readFileSync } from 'node:fs';
 import { parseEnvFile } from '../../platform/config/env-file.js';
 import { findEnvTypos } from '../../platform/config/env-typos.js';
+import { parseNatsSecurity, type NatsSecurity } from '../../platform/nats-security.js';
+import { readClientTls, readServerTls, type ClientTlsConfig, type ServerTlsConfig } from '../../platform/tls/tls-options.js';
 
 export interface SidecarConfig {
   readonly listen: HostPort;
@@ -51,6 +53,19 @@ export interface SidecarConfig {
   /** Minimum time between two /metrics renders; 0: render on every scrape. */
   readonly metricsCacheMs: number;
   readonly load: LoadConfig;
+  readonly tls: SidecarTlsConfig;
+}
+
+/** TLS of each listener and client (docs/operations/tls.md); undefined: plaintext. */
+export interface SidecarTlsConfig {
+  /** The gRPC ingress (with `caFile`: mTLS). */
+  readonly ingress: ServerTlsConfig | undefined;
+  /** The system port (HTTPS). */
+  readonly system: ServerTlsConfig | undefined;
+  /** The engine connection. */
+  readonly upstream: ClientTlsConfig | undefined;
+  /** Between two reads of the certificate files; 0: never. */
+  readonly reloadIntervalMs: number;
 }
 
 /** What the config file gave (values by environment name, as read) and which settings it decided. */
@@ -90,6 +105,8 @@ export interface LoadConfig {
   readonly servedModelName: string | undefined;
   /** Comma-separated NATS servers; `undefined`: no publishing. */
   readonly natsServers: readonly string[] | undefined;
+  /** TLS files and authentication of the NATS connection. */
+  readonly natsSecurity: NatsSecurity;
   readonly namespace: string;
   readonly component: string;
   readonly endpoint: string;
@@ -198,6 +215,7 @@ export function parseSidecarConfig(flags: RawFlags, env: Env, readFile: (path: s
     connections: Object.freeze(parseConnectionConfig(read)),
     metricsCacheMs: read.integer('metricsCacheMs', 0, 600_000),
     load: Object.freeze(parseLoadConfig(read)),
+    tls: Object.freeze(parseTlsConfig(read)),
   };
   const bounds = pushbackBoundsProblem(config);
   if (bounds) {
@@ -292,6 +310,7 @@ function parseLoadConfig(read: Reader): LoadConfig {
     dataParallelSize: read.integer('dataParallelSize', 1, 1024),
     servedModelName: parseServedModelName(read),
     natsServers: parseNatsServers(read),
+    natsSecurity: parseNatsSecurity(read, read.raw('natsUrl') !== undefined),
     namespace: read.string('namespace'),
     component: read.string('component'),
     endpoint: read.string('endpoint'),
@@ -299,6 +318,26 @@ function parseLoadConfig(read: Reader): LoadConfig {
     loadHeartbeatMs: read.integer('loadHeartbeatMs', 10, 3_600_000),
     natsLivenessTimeoutMs: read.integer('natsLivenessTimeoutMs', 50, 3_600_000),
     workerId: read.integer('workerId', 0, Number.MAX_SAFE_INTEGER),
+  };
+}
+
+function parseTlsConfig(read: Reader): SidecarTlsConfig {
+  const ingress = readServerTls(read, { cert: 'tlsCert', key: 'tlsKey', clientCa: 'tlsClientCa' });
+  const system = readServerTls(read, { cert: 'systemTlsCert', key: 'systemTlsKey' });
+  const upstream = readClientTls(read, {
+    enabled: 'upstreamTls',
+    ca: 'upstreamCa',
+    cert: 'upstreamCert',
+    key: 'upstreamKey',
+    serverName: 'upstreamServerName',
+  });
+  if (upstream && read.raw('upstream') === undefined)
+    read.problems.push(`${read.raw('upstreamTls')!.source} needs ${read.names('upstream')} (the demo's embedded engine speaks h2c)`);
+  return {
+    ingress,
+    system,
+    upstream,
+    reloadIntervalMs: read.integer('tlsReloadIntervalMs', 0, 3_600_000),
   };
 }
 

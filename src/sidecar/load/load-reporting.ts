@@ -117,6 +117,7 @@ export class LoadReporting {
         livenessTimeoutMs: config.natsLivenessTimeoutMs,
         format: config.eventFormat,
         name: `dynamo-sidecar-${workerId}`,
+        security: config.natsSecurity,
         logger: logger.child({ component: 'nats' }),
       });
       if (config.eventFormat === 'dynamo')

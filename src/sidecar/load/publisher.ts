@@ -46,6 +46,7 @@
 import { createHash } from 'node:crypto';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { connectInBackground, type FirstConnect, type NatsConnectFn } from '../../platform/nats-first-connect.js';
+import type { NatsSecurity } from '../../platform/nats-security.js';
 import { DEFAULT_EVENT_FORMAT, DEFAULT_LOAD_HEARTBEAT_MS, DEFAULT_NATS_LIVENESS_TIMEOUT_MS, LOAD_DEBOUNCE_MS } from '../config/sidecar-config.js';
 import type { Logger } from '../../platform/log.js';
 import type { LoadEvent } from '../../protocol/load-event.js';
@@ -77,6 +78,8 @@ export interface LoadPublisherOptions {
   livenessTimeoutMs?: number;
   /** Client name shown by the server's monitoring. */
   name?: string;
+  /** TLS files and authentication of the connection (nats-security.ts). */
+  security?: NatsSecurity;
   /** Replaceable for tests (e.g. to observe publish calls). */
   connect?: NatsConnectFn;
 }
@@ -259,6 +262,7 @@ export class LoadPublisher {
       reconnectJitterMs: this.options.reconnectJitterMs ?? 500,
       pingIntervalMs: this.livenessTimeoutMs,
       logger: this.options.logger,
+      security: this.options.security,
     });
     const nc = await this.firstConnect.connected;
     if (nc && !this.closing) this.attach(nc);

@@ -1,5 +1,6 @@
 /**
- * The gRPC ingress: an h2c server whose every stream walks the same short path, top to bottom.
+ * The gRPC ingress: an h2c server (or HTTP/2 over TLS with --tls-cert) whose every stream walks
+ * the same short path, top to bottom.
  *
  *   connection     SETTINGS_MAX_CONCURRENT_STREAMS, handshake and idle timeouts (connection-limits.ts)
  *   own services   grpc.health.v1 and dynamo.sidecar.v1.WorkerLoad are answered here (local-service.ts):
@@ -13,9 +14,18 @@
  * The last two live in ProxiedCall, the call's state machine, which owns the call's slot until
  * the engine's part of the call has ended.
  */
-import { createServer, type Http2Server, type Http2Session, type IncomingHttpHeaders, type ServerHttp2Stream } from 'node:http2';
+import {
+  createSecureServer,
+  createServer,
+  type Http2SecureServer,
+  type Http2Server,
+  type Http2Session,
+  type IncomingHttpHeaders,
+  type ServerHttp2Stream,
+} from 'node:http2';
 import type { AddressInfo } from 'node:net';
 import type { HostPort } from '../../platform/config/host-port.js';
+import type { ServerTls } from '../../platform/tls/server-tls.js';
 import { parseGrpcTimeout } from '../../protocol/grpc/deadline.js';
 import { respondTrailersOnly, trailersOnlyHeaders } from '../../protocol/grpc/respond.js';
 import { CallError } from './call-error.js';
@@ -32,18 +42,28 @@ export interface IngressOptions extends ConnectionLimitOptions {
   readonly isDraining: () => boolean;
   /** SETTINGS_MAX_CONCURRENT_STREAMS advertised to every client connection. */
   readonly maxConcurrentStreams: number;
+  /** HTTP/2 over TLS (ALPN h2 only, no HTTP/1.1), its certificate kept fresh; undefined: h2c. */
+  readonly tls?: ServerTls | undefined;
 }
 
 export class Ingress {
-  private readonly server: Http2Server;
+  private readonly server: Http2Server | Http2SecureServer;
   private readonly sessions = new Set<Http2Session>();
   private readonly openCalls = new Set<OpenCall>();
 
   constructor(private readonly options: IngressOptions) {
-    this.server = createServer({
+    const serverOptions = {
       settings: { initialWindowSize: STREAM_WINDOW_BYTES, enablePush: false, maxConcurrentStreams: options.maxConcurrentStreams },
       maxSessionMemory: 256,
-    });
+    };
+    // With TLS the handshake gets the same bound as the HTTP/2 preface that follows it.
+    if (options.tls) {
+      const server = createSecureServer({ ...options.tls.serverOptions, ...serverOptions, handshakeTimeout: options.handshakeTimeoutMs });
+      options.tls.serve(server);
+      this.server = server;
+    } else {
+      this.server = createServer(serverOptions);
+    }
     this.server.on('stream', (stream, headers) => this.onStream(stream, headers));
     this.server.on('session', (session) => {
       this.sessions.add(session);
@@ -113,6 +133,7 @@ export class Ingress {
    * to deliver those answers.
    */
   async close(graceMs = 1000): Promise<void> {
+    this.options.tls?.close();
     this.cutOpenCalls();
     for (const service of this.options.services) service.close?.();
     const closed = new Promise<void>((resolve) => this.server.close(() => resolve()));

@@ -12,9 +12,16 @@
  * destroyed and reopened.
  *
  * The state starts "unknown" so the first outcome (reachable or not) is logged, then every change.
+ *
+ * With `tls` (--upstream-tls) each new session is HTTP/2 over TLS with the files current at that
+ * moment (a rotation reaches the next session; the open one keeps its calls), and a failed
+ * handshake (untrusted certificate, wrong name, refused client certificate) is an unreachable
+ * engine whose reason says so, in the log and /ready.
  */
 import { connect, type ClientHttp2Session, type ClientHttp2Stream, type OutgoingHttpHeaders, type SecureClientSessionOptions } from 'node:http2';
+import { connect as tlsConnect } from 'node:tls';
 import type { HostPort } from '../../platform/config/host-port.js';
+import type { ClientTls } from '../../platform/tls/client-tls.js';
 import { formatHostPort } from '../../platform/config/host-port.js';
 import { DEFAULT_UPSTREAM_PING_INTERVAL_MS, DEFAULT_UPSTREAM_PING_TIMEOUT_MS } from '../config/sidecar-config.js';
 import type { Logger } from '../../platform/log.js';
@@ -29,6 +36,14 @@ export interface UpstreamOptions {
   readonly silentSessionMs?: number;
   readonly reconnectMinMs?: number;
   readonly reconnectMaxMs?: number;
+  /** HTTP/2 over TLS (ALPN h2) with these files, each new session taking the current ones; undefined: h2c. */
+  readonly tls?: ClientTls | undefined;
+}
+
+/** How far a new session got: a TLS session's TCP connect and handshake are told apart in reasons. */
+interface SessionProgress {
+  tcp: boolean;
+  tls: boolean;
 }
 
 export type ReachabilityListener = (reachable: boolean) => void;
@@ -66,6 +81,8 @@ export class UpstreamPool {
   private reconnectDelay: number;
   private readonly listeners = new Set<ReachabilityListener>();
   private readonly connectedSessions = new WeakSet<ClientHttp2Session>();
+  /** The TLS files' generation the current session was opened with. */
+  private sessionTlsGeneration = 0;
   private readonly pingIntervalMs: number;
   private readonly pingTimeoutMs: number;
   private readonly silentSessionMs: number;
@@ -76,7 +93,7 @@ export class UpstreamPool {
     private readonly options: UpstreamOptions,
     private readonly logger: Logger,
   ) {
-    this.authority = `http://${formatHostPort(options.target)}`;
+    this.authority = `${options.tls ? 'https' : 'http'}://${formatHostPort(options.target)}`;
     this.pingIntervalMs = options.pingIntervalMs ?? DEFAULT_UPSTREAM_PING_INTERVAL_MS;
     this.pingTimeoutMs = options.pingTimeoutMs ?? DEFAULT_UPSTREAM_PING_TIMEOUT_MS;
     // Destroying before the engine is even declared unreachable would cut calls on a mere slow PING.
@@ -156,15 +173,21 @@ export class UpstreamPool {
   }
 
   private ensureSession(): ClientHttp2Session {
-    if (this.session && !this.session.destroyed && !this.session.closed) return this.session;
+    if (this.session && !this.session.destroyed && !this.session.closed && !this.tlsOutdated(this.session)) return this.session;
     if (this.closed) throw new Error('upstream pool closed');
     clearTimeout(this.reconnectTimer);
     this.reconnectPending = false;
-    const session = connect(this.authority, SESSION_OPTIONS);
+    this.sessionTlsGeneration = this.options.tls?.generation ?? 0;
+    const progress: SessionProgress = { tcp: false, tls: false };
+    const session = connect(this.authority, this.options.tls ? { ...SESSION_OPTIONS, createConnection: () => this.openTls(progress) } : SESSION_OPTIONS);
     this.session = session;
     let closeReason: string | undefined;
     session.on('error', (err: NodeJS.ErrnoException) => {
-      closeReason = describeError(err);
+      // TLS 1.3 completes the client's side of the handshake before the server checks its certificate: a refusal arrives as an SSL alert after it.
+      const tls = this.options.tls;
+      const tlsFailed = tls !== undefined && ((progress.tcp && !progress.tls) || /^ERR_SSL_/.test(err.code ?? ''));
+      if (tlsFailed) tls.handshakeFailed();
+      closeReason = tlsFailed ? `TLS handshake with the engine failed: ${describeError(err)}` : describeError(err);
     });
     session.on('goaway', () => {
       // The engine is shutting this connection down; new calls go to a fresh one.
@@ -173,13 +196,37 @@ export class UpstreamPool {
     session.on('close', () => {
       if (this.session === session) this.session = undefined;
       if (!this.session) {
-        this.setState('unreachable', closeReason ?? 'the engine closed the connection');
+        const inHandshake = this.options.tls !== undefined && progress.tcp && !progress.tls;
+        this.setState('unreachable', closeReason ?? `the engine closed the connection${inHandshake ? ' during the TLS handshake' : ''}`);
         this.scheduleReconnect();
       }
     });
-    this.watchLiveness(session, (reason) => (closeReason = reason));
+    this.watchLiveness(session, progress, (reason) => (closeReason = reason));
     session.unref();
     return session;
+  }
+
+  /**
+   * True (and the session retired) when the TLS files changed since `session` was opened: new
+   * calls go to a new session with the new files, while the old one's calls finish on it (close()
+   * sends no new stream there and ends it once they are done).
+   */
+  private tlsOutdated(session: ClientHttp2Session): boolean {
+    const tls = this.options.tls;
+    if (tls === undefined || tls.generation === this.sessionTlsGeneration || !this.wasConnected(session)) return false;
+    this.logger.info('engine connection renewed: the TLS files changed; calls in progress finish on the old one', { upstream: this.address });
+    this.session = undefined;
+    session.close();
+    return true;
+  }
+
+  /** The TLS socket of a new session, with the files current now; notes when TCP and the handshake complete. */
+  private openTls(progress: SessionProgress): ReturnType<typeof tlsConnect> {
+    const { host, port } = this.options.target;
+    const socket = tlsConnect({ host, port, ALPNProtocols: ['h2'], ...this.options.tls!.connectOptions(host) });
+    socket.once('connect', () => (progress.tcp = true));
+    socket.once('secureConnect', () => (progress.tls = true));
+    return socket;
   }
 
   /**
@@ -187,8 +234,7 @@ export class UpstreamPool {
    * after pingTimeoutMs marks the engine unreachable (if this is the current session); its late
    * answer marks it reachable again; after silentSessionMs the session is destroyed.
    */
-  private watchLiveness(session: ClientHttp2Session, setCloseReason: (reason: string) => void): void {
-    let tcpConnected = false;
+  private watchLiveness(session: ClientHttp2Session, progress: SessionProgress, setCloseReason: (reason: string) => void): void {
     let probeSentAt = performance.now();
     let overdue = false;
     let overdueTimer: NodeJS.Timeout | undefined;
@@ -240,9 +286,14 @@ export class UpstreamPool {
     };
 
     startProbeTimers(() =>
-      tcpConnected ? `no HTTP/2 SETTINGS from the engine within ${this.pingTimeoutMs} ms` : `no TCP connection to the engine within ${this.pingTimeoutMs} ms`,
+      !progress.tcp
+        ? `no TCP connection to the engine within ${this.pingTimeoutMs} ms`
+        : this.options.tls && !progress.tls
+          ? `no TLS handshake with the engine within ${this.pingTimeoutMs} ms`
+          : `no HTTP/2 SETTINGS from the engine within ${this.pingTimeoutMs} ms`,
     );
-    session.once('connect', () => (tcpConnected = true));
+    // h2c: the session's connect is TCP's; TLS: openTls notes both steps.
+    session.once('connect', () => (progress.tcp = true));
     session.once('remoteSettings', () => {
       this.connectedSessions.add(session);
       this.reconnectDelay = this.reconnectMinMs;

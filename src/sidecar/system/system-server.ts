@@ -1,5 +1,5 @@
 /**
- * The system HTTP port (DYN_SYSTEM_PORT): /metrics for Prometheus, /live, /ready and /health for
+ * The system HTTP port (DYN_SYSTEM_PORT; HTTPS with --system-tls-cert): /metrics for Prometheus, /live, /ready and /health for
  * orchestrators, /load for the latest load state as JSON. Plain node:http; nothing here touches
  * the request path, and nothing here may cost it much either:
  *
@@ -13,11 +13,13 @@
  *   GET and HEAD carry no body, so the whole request gets the same bound.
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { createServer as createHttpsServer } from 'node:https';
 import type { AddressInfo, Socket } from 'node:net';
 import type { Registry } from 'prom-client';
 import { DEFAULT_HANDSHAKE_TIMEOUT_MS, DEFAULT_IDLE_TIMEOUT_MS } from '../config/sidecar-config.js';
 import type { Logger } from '../../platform/log.js';
 import { RenderCache } from '../../platform/metrics/render-cache.js';
+import type { ServerTls } from '../../platform/tls/server-tls.js';
 
 /** node:http's HTTP_SERVER_KEEP_ALIVE_TIMEOUT_BUFFER, added to keepAliveTimeout. */
 const NODE_KEEP_ALIVE_BUFFER_MS = 1000;
@@ -49,6 +51,8 @@ export interface SystemServerOptions {
   readonly handshakeTimeoutMs?: number;
   /** Monotonic clock for the metrics cache; injected for tests. */
   readonly now?: () => number;
+  /** HTTPS with this certificate, kept fresh (--system-tls-cert); undefined: HTTP. */
+  readonly tls?: ServerTls | undefined;
 }
 
 const FIRST_REQUEST_TIMER = Symbol('dynamo-sidecar.first-request-timer');
@@ -73,19 +77,28 @@ export class SystemServer {
       // connection closes at the configured idle time (idle timeouts under 1 s act as about 1 s).
       keepAliveTimeout: idleTimeoutMs === 0 ? 0 : Math.max(1, idleTimeoutMs - NODE_KEEP_ALIVE_BUFFER_MS),
     };
-    this.server = createServer(serverOptions, (req, res) => {
+    const handler = (req: IncomingMessage, res: ServerResponse): void => {
       this.route(req, res).catch((err: Error) => {
         options.logger.error('system endpoint failed', { path: req.url, error: err.message });
         if (!res.headersSent) json(res, 500, { error: err.message });
         else res.destroy();
       });
-    });
+    };
+    if (options.tls) {
+      // The TLS handshake gets the handshake timeout; the request timers below start after it.
+      const server = createHttpsServer({ ...options.tls.serverOptions, ...serverOptions, handshakeTimeout: handshakeTimeoutMs }, handler);
+      options.tls.serve(server);
+      this.server = server;
+    } else {
+      this.server = createServer(serverOptions, handler);
+    }
     // Inactivity on a socket whose request is in progress, e.g. a scrape whose reader stopped reading.
     this.server.timeout = idleTimeoutMs;
     // A socket that never starts a request is covered by none of node's timeouts (headersTimeout
     // starts with the first byte; server.timeout is kept from firing by the frequent connection
     // checks above): it must start one within the handshake timeout.
-    this.server.on('connection', (socket: Socket) => {
+    // With TLS the request's socket is the TLS socket of 'secureConnection', not the TCP one of 'connection'.
+    this.server.on(options.tls ? 'secureConnection' : 'connection', (socket: Socket) => {
       const timer = setTimeout(() => socket.destroy(), handshakeTimeoutMs).unref();
       (socket as SocketWithTimer)[FIRST_REQUEST_TIMER] = timer;
       socket.once('close', () => clearTimeout(timer));
@@ -109,6 +122,7 @@ export class SystemServer {
   }
 
   close(): Promise<void> {
+    this.options.tls?.close();
     return new Promise((resolve) => {
       this.server.close(() => resolve());
       this.server.closeAllConnections();

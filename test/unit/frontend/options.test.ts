@@ -14,6 +14,22 @@ const READ: Partial<Record<FrontendOptionKey, (config: FrontendConfig) => unknow
   admissionControl: (c) => (c.warnings.length ? c.warnings : undefined),
   tokenizer: (c) => c.tokenizerPath,
   disableAdminApi: (c) => !c.adminApi,
+  tlsCert: (c) => c.tls.http?.certFile,
+  tlsKey: (c) => c.tls.http?.keyFile,
+  tlsClientCa: (c) => c.tls.http?.caFile,
+  workerTls: (c) => c.tls.workers !== undefined,
+  workerCa: (c) => c.tls.workers?.caFile,
+  workerCert: (c) => c.tls.workers?.certFile,
+  workerKey: (c) => c.tls.workers?.keyFile,
+  workerServerName: (c) => c.tls.workers?.serverName,
+  tlsReloadIntervalMs: (c) => c.tls.reloadIntervalMs,
+  natsCreds: (c) => c.natsSecurity.auth,
+  natsToken: (c) => c.natsSecurity.auth,
+  natsUser: (c) => c.natsSecurity.auth,
+  natsPassword: (c) => c.natsSecurity.auth,
+  natsTlsCa: (c) => c.natsSecurity.tls?.caFile,
+  natsTlsCert: (c) => c.natsSecurity.tls?.certFile,
+  natsTlsKey: (c) => c.natsSecurity.tls?.keyFile,
 };
 
 function parsedValue(key: FrontendOptionKey): unknown {

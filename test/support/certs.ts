@@ -1,0 +1,170 @@
+/**
+ * Test certificates, made with the `openssl` command in a temporary folder (EC P-256, so each
+ * costs a few milliseconds):
+ *
+ *   const pki = createTestPki();          // ca, server (SAN 127.0.0.1, localhost), client, otherCa, otherServer, expiredServer
+ *   const next = pki.issue('server-2');   // a new server certificate from the same CA, for rotations
+ *   pki.remove();
+ *
+ * And what a TLS server presents to a new connection (`presentedCertificate`), to tell rotations apart.
+ */
+import { execFileSync } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync, mkdirSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { connect, type PeerCertificate } from 'node:tls';
+
+export interface CertFiles {
+  readonly certFile: string;
+  readonly keyFile: string;
+  readonly cert: Buffer;
+  readonly key: Buffer;
+}
+
+export interface IssueOptions {
+  /** Who signs it; default the test CA. */
+  readonly signer?: 'ca' | 'otherCa';
+  readonly usage?: 'server' | 'client';
+  /** subjectAltName; default IP:127.0.0.1,DNS:localhost. */
+  readonly san?: string;
+  /** Valid only in 2020. */
+  readonly expired?: boolean;
+}
+
+export interface TestPki {
+  readonly dir: string;
+  readonly ca: CertFiles;
+  readonly otherCa: CertFiles;
+  /** Signed by `ca`, for 127.0.0.1 and localhost. */
+  readonly server: CertFiles;
+  /** Signed by `ca`, for client authentication. */
+  readonly client: CertFiles;
+  /** Signed by `otherCa`, for 127.0.0.1 and localhost: untrusted by whoever trusts `ca` only. */
+  readonly otherServer: CertFiles;
+  /** Signed by `ca`, valid only in 2020. */
+  readonly expiredServer: CertFiles;
+  issue(name: string, options?: IssueOptions): CertFiles;
+  /** Writes `text` to a file in the folder and returns its path. */
+  write(name: string, text: string | Buffer): string;
+  remove(): void;
+}
+
+function openssl(args: string[], cwd: string): void {
+  execFileSync('openssl', args, { cwd, stdio: ['ignore', 'ignore', 'pipe'] });
+}
+
+function files(dir: string, name: string): CertFiles {
+  const certFile = join(dir, `${name}.crt`);
+  const keyFile = join(dir, `${name}.key`);
+  return { certFile, keyFile, cert: readFileSync(certFile), key: readFileSync(keyFile) };
+}
+
+const EC = ['-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes'];
+
+export function createTestPki(): TestPki {
+  const dir = mkdtempSync(join(tmpdir(), 'dynamo-sidecar-pki-'));
+  const makeCa = (name: string): CertFiles => {
+    openssl(['req', '-x509', ...EC, '-keyout', `${name}.key`, '-out', `${name}.crt`, '-days', '3', '-subj', `/CN=${name}`], dir);
+    return files(dir, name);
+  };
+  const ca = makeCa('test-ca');
+  const otherCa = makeCa('other-ca');
+  let expiredSetUp = false;
+
+  const issue = (name: string, options: IssueOptions = {}): CertFiles => {
+    const signer = options.signer === 'otherCa' ? 'other-ca' : 'test-ca';
+    const usage = options.usage === 'client' ? 'clientAuth' : 'serverAuth';
+    const ext = join(dir, `${name}.ext`);
+    writeFileSync(ext, `basicConstraints=CA:FALSE\nsubjectAltName=${options.san ?? 'IP:127.0.0.1,DNS:localhost'}\nextendedKeyUsage=${usage}\n`);
+    openssl(['req', ...EC, '-keyout', `${name}.key`, '-out', `${name}.csr`, '-subj', `/CN=${name}`], dir);
+    if (options.expired) {
+      if (!expiredSetUp) {
+        mkdirSync(join(dir, 'cadb'));
+        writeFileSync(join(dir, 'cadb', 'index.txt'), '');
+        writeFileSync(join(dir, 'cadb', 'serial'), '1000\n');
+        writeFileSync(
+          join(dir, 'ca.cnf'),
+          '[ca]\ndefault_ca = test\n[test]\ndatabase = cadb/index.txt\nnew_certs_dir = cadb\nserial = cadb/serial\ndefault_md = sha256\npolicy = any\nunique_subject = no\n[any]\ncommonName = supplied\n',
+        );
+        expiredSetUp = true;
+      }
+      const period = ['-startdate', '20200101000000Z', '-enddate', '20200102000000Z'];
+      openssl(
+        [
+          'ca',
+          '-batch',
+          '-config',
+          'ca.cnf',
+          '-cert',
+          `${signer}.crt`,
+          '-keyfile',
+          `${signer}.key`,
+          '-in',
+          `${name}.csr`,
+          '-out',
+          `${name}.crt`,
+          ...period,
+          '-extfile',
+          ext,
+          '-notext',
+        ],
+        dir,
+      );
+    } else {
+      const serial = `0x${randomBytes(8).toString('hex')}`;
+      openssl(
+        [
+          'x509',
+          '-req',
+          '-in',
+          `${name}.csr`,
+          '-CA',
+          `${signer}.crt`,
+          '-CAkey',
+          `${signer}.key`,
+          '-set_serial',
+          serial,
+          '-days',
+          '2',
+          '-extfile',
+          ext,
+          '-out',
+          `${name}.crt`,
+        ],
+        dir,
+      );
+    }
+    return files(dir, name);
+  };
+
+  return {
+    dir,
+    ca,
+    otherCa,
+    server: issue('server'),
+    client: issue('client', { usage: 'client' }),
+    otherServer: issue('other-server', { signer: 'otherCa' }),
+    expiredServer: issue('expired-server', { expired: true }),
+    issue,
+    write(name, text) {
+      const path = join(dir, name);
+      writeFileSync(path, text);
+      return path;
+    },
+    remove: () => rmSync(dir, { recursive: true, force: true }),
+  };
+}
+
+/** The certificate a TLS server on 127.0.0.1:`port` presents to a new connection (ALPN h2 offered), verified against `ca`. */
+export function presentedCertificate(port: number, ca: Buffer, client?: { cert: Buffer; key: Buffer }): Promise<PeerCertificate> {
+  return new Promise((resolve, reject) => {
+    const socket = connect({ host: '127.0.0.1', port, ca, ALPNProtocols: ['h2', 'http/1.1'], ...client }, () => {
+      const peer = socket.getPeerCertificate();
+      socket.destroy();
+      resolve(peer);
+    });
+    socket.setTimeout(5000, () => socket.destroy(new Error('no TLS handshake within 5 s')));
+    socket.once('error', reject);
+  });
+}
