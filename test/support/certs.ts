@@ -6,13 +6,16 @@
  *   const next = pki.issue('server-2');   // a new server certificate from the same CA, for rotations
  *   pki.remove();
  *
- * And what a TLS server presents to a new connection (`presentedCertificate`), to tell rotations apart.
+ * And what a TLS server presents to a new connection (`presentedCertificate`), to tell rotations
+ * apart; `httpsGet` for an HTTPS endpoint trusted through the test CA; `secretVolume` for files
+ * rotated the way the kubelet rotates a mounted secret.
  */
 import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync, mkdirSync } from 'node:fs';
+import { mkdtempSync, readFileSync, renameSync, rmSync, symlinkSync, writeFileSync, mkdirSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { request } from 'node:https';
 import { connect, type PeerCertificate } from 'node:tls';
 
 export interface CertFiles {
@@ -167,4 +170,59 @@ export function presentedCertificate(port: number, ca: Buffer, client?: { cert: 
     socket.setTimeout(5000, () => socket.destroy(new Error('no TLS handshake within 5 s')));
     socket.once('error', reject);
   });
+}
+
+export interface TlsClientOptions {
+  readonly ca: Buffer;
+  readonly cert?: Buffer;
+  readonly key?: Buffer;
+}
+
+/** GET over HTTPS (HTTP/1.1), trusting `ca`; bounded at 5 s. */
+export function httpsGet(url: string, tls: TlsClientOptions): Promise<{ status: number; body: string }> {
+  return new Promise((resolve, reject) => {
+    const req = request(url, { ...tls, agent: false, timeout: 5000 }, (res) => {
+      let body = '';
+      res.setEncoding('utf8');
+      res.on('data', (chunk: string) => (body += chunk));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
+      res.on('error', reject);
+    });
+    req.on('timeout', () => req.destroy(new Error(`no answer from ${url} within 5 s`)));
+    req.on('error', reject);
+    req.end();
+  });
+}
+
+export interface SecretVolume {
+  /** `<dir>/tls.crt`, `<dir>/tls.key`, `<dir>/ca.crt`: symlinks through `..data`, as in a mounted Kubernetes secret. */
+  readonly certFile: string;
+  readonly keyFile: string;
+  readonly caFile: string;
+  /** Writes a new version and swaps `..data` to it in one rename, as the kubelet's atomic writer does. */
+  mount(files: { cert: Buffer | string; key: Buffer | string; ca?: Buffer | string }): void;
+}
+
+/** A folder laid out like a mounted Kubernetes secret (tls.crt, tls.key, ca.crt), holding `initial`. */
+export function secretVolume(pki: TestPki, name: string, initial: { cert: Buffer; key: Buffer; ca?: Buffer }): SecretVolume {
+  const dir = join(pki.dir, name);
+  mkdirSync(dir);
+  let version = 0;
+  const volume: SecretVolume = {
+    certFile: join(dir, 'tls.crt'),
+    keyFile: join(dir, 'tls.key'),
+    caFile: join(dir, 'ca.crt'),
+    mount(files) {
+      const versionDir = `..v${++version}`;
+      mkdirSync(join(dir, versionDir));
+      writeFileSync(join(dir, versionDir, 'tls.crt'), files.cert);
+      writeFileSync(join(dir, versionDir, 'tls.key'), files.key);
+      writeFileSync(join(dir, versionDir, 'ca.crt'), files.ca ?? pki.ca.cert);
+      symlinkSync(versionDir, join(dir, '..data_tmp'));
+      renameSync(join(dir, '..data_tmp'), join(dir, '..data'));
+    },
+  };
+  volume.mount(initial);
+  for (const file of ['tls.crt', 'tls.key', 'ca.crt']) symlinkSync(join('..data', file), join(dir, file));
+  return volume;
 }

@@ -195,9 +195,9 @@ export class UpstreamPool {
     });
     session.on('close', () => {
       if (this.session === session) this.session = undefined;
+      closeReason ??= this.closedWithoutError(session, progress);
       if (!this.session) {
-        const inHandshake = this.options.tls !== undefined && progress.tcp && !progress.tls;
-        this.setState('unreachable', closeReason ?? `the engine closed the connection${inHandshake ? ' during the TLS handshake' : ''}`);
+        this.setState('unreachable', closeReason);
         this.scheduleReconnect();
       }
     });
@@ -220,12 +220,30 @@ export class UpstreamPool {
     return true;
   }
 
+  /**
+   * Why a session closed that reported no error. Over TLS 1.3 an engine refusing the client
+   * certificate does so after the client's side of the handshake, and its alert is often lost
+   * with the connection: a TLS session closed before any HTTP/2 SETTINGS is counted as a failed
+   * handshake and said so.
+   */
+  private closedWithoutError(session: ClientHttp2Session, progress: SessionProgress): string {
+    const tls = this.options.tls;
+    if (tls === undefined || !progress.tcp || this.wasConnected(session)) return 'the engine closed the connection';
+    if (!progress.tls) return 'the engine closed the connection during the TLS handshake';
+    tls.handshakeFailed();
+    return 'TLS handshake with the engine failed: the engine closed the connection right after it, before HTTP/2 SETTINGS (as an engine refusing the client certificate does)';
+  }
+
   /** The TLS socket of a new session, with the files current now; notes when TCP and the handshake complete. */
   private openTls(progress: SessionProgress): ReturnType<typeof tlsConnect> {
     const { host, port } = this.options.target;
     const socket = tlsConnect({ host, port, ALPNProtocols: ['h2'], ...this.options.tls!.connectOptions(host) });
     socket.once('connect', () => (progress.tcp = true));
     socket.once('secureConnect', () => (progress.tls = true));
+    // An error on a TLS socket (e.g. the engine refusing our certificate after the handshake, TLS
+    // 1.3) leaves it open, and node's HTTP/2 session then waits for it to close for ever: never a
+    // 'close', never reconnected. Destroying it lets the session close with the error.
+    socket.on('error', () => socket.destroy());
     return socket;
   }
 
@@ -336,7 +354,9 @@ export class UpstreamPool {
 }
 
 /** "connect ECONNREFUSED 127.0.0.1:1" -> "ECONNREFUSED 127.0.0.1:1"; other errors get their code in front. */
-function describeError(err: NodeJS.ErrnoException): string {
+function describeError(err: NodeJS.ErrnoException & { reason?: unknown }): string {
+  // OpenSSL's messages are its error stack ("80EC...:error:0A00045C:SSL routines:...:SSL alert number 116"); its reason says it.
+  if (typeof err.reason === 'string' && err.code?.startsWith('ERR_SSL_')) return `${err.code} (${err.reason})`;
   const message = err.syscall && err.message.startsWith(`${err.syscall} `) ? err.message.slice(err.syscall.length + 1) : err.message;
   return err.code && !message.startsWith(err.code) ? `${err.code} ${message}` : message;
 }
