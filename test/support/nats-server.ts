@@ -6,6 +6,7 @@
  *   await nats.restart();  // same port again
  *   startNatsServer({ start: false })  // port reserved, broker not running until restart()
  *   nats.pause(); nats.resume();  // SIGSTOP / SIGCONT: hung with TCP open
+ *   startNatsServer({ args: ['--tls', ...] })  // more nats-server flags (TLS, --auth TOKEN)
  *
  * The binary is `NATS_SERVER_BIN` or `nats-server` on PATH (Debian puts it in /usr/sbin).
  */
@@ -59,14 +60,14 @@ function accepts(port: number): Promise<boolean> {
   });
 }
 
-export async function startNatsServer(options: { start?: boolean } = {}): Promise<NatsServerHandle> {
+export async function startNatsServer(options: { start?: boolean; args?: readonly string[] } = {}): Promise<NatsServerHandle> {
   const bin = natsServerBinary();
   const port = await freePort();
   let child: ChildProcess | undefined;
 
   const launch = async (): Promise<void> => {
     let stderr = '';
-    const proc = spawn(bin, ['-a', '127.0.0.1', '-p', String(port)], { stdio: ['ignore', 'ignore', 'pipe'] });
+    const proc = spawn(bin, ['-a', '127.0.0.1', '-p', String(port), ...(options.args ?? [])], { stdio: ['ignore', 'ignore', 'pipe'] });
     proc.stderr?.on('data', (d: Buffer) => (stderr = (stderr + d.toString()).slice(-2000)));
     child = proc;
     const failed = (why: string): Error => {
