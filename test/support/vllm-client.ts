@@ -19,7 +19,11 @@ function service(file: string, path: string[]): grpc.ServiceClientConstructor {
 export const VllmEngineClient = service('vllm/vllm_engine.proto', ['vllm', 'grpc', 'engine', 'VllmEngine']);
 export const HealthClient = service('grpc/health/v1/health.proto', ['grpc', 'health', 'v1', 'Health']);
 
-export function engineClient(address: string, credentials: grpc.ChannelCredentials = grpc.credentials.createInsecure(), options: grpc.ClientOptions = {}): grpc.Client {
+export function engineClient(
+  address: string,
+  credentials: grpc.ChannelCredentials = grpc.credentials.createInsecure(),
+  options: grpc.ClientOptions = {},
+): grpc.Client {
   return new VllmEngineClient(address, credentials, options);
 }
 

@@ -123,7 +123,10 @@ describe('certificate rotation on the TLS ingress', () => {
     expect(load.outcomes).toEqual(new Map([['OK', load.completed]]));
     expect(await reloads('ok')).toBe(1);
     expect(await reloads('error')).toBe(1);
-    const warnings = sidecar.stderr().split('\n').filter((line) => line.includes('TLS certificate files changed but cannot be used'));
+    const warnings = sidecar
+      .stderr()
+      .split('\n')
+      .filter((line) => line.includes('TLS certificate files changed but cannot be used'));
     expect(warnings).toHaveLength(1);
     expect(warnings[0]).toContain(`"reason":"\\"${volume.certFile}\\": no PEM certificate in it`);
   });
