@@ -10,6 +10,7 @@ command -v nats-server >/dev/null 2>&1 || need+=(nats-server)
 command -v promtool >/dev/null 2>&1 || need+=(prometheus)
 command -v h2load >/dev/null 2>&1 || need+=(nghttp2-client)
 command -v taskset >/dev/null 2>&1 || need+=(util-linux)
+command -v openssl >/dev/null 2>&1 || need+=(openssl)
 if [[ "${1:-}" == "--bench" ]]; then
   command -v haproxy >/dev/null 2>&1 || need+=(haproxy)
   command -v nginx >/dev/null 2>&1 || need+=(nginx)
