@@ -52,9 +52,9 @@ export type NatsAuth =
   | { readonly kind: 'user'; readonly user: string; readonly password: Secret };
 
 export interface NatsSecurity {
-  /** TLS settings; undefined: TLS only when the server asks for it or the URL is tls:// (system CAs). */
+  /** TLS settings (TLS then required); undefined: nats.js uses TLS, with the system CAs, only when the server requires or offers it. */
   readonly tls: ClientTlsConfig | undefined;
-  /** undefined: none, or what the server URL carries (nats://user:pass@host). */
+  /** undefined: none (nats.js ignores credentials in a server URL). */
   readonly auth: NatsAuth | undefined;
 }
 
