@@ -123,17 +123,18 @@ describe('the openai client over HTTPS, the frontend over TLS to its worker', ()
         listener: 'worker-client',
         result: 'ok',
       });
-    // About 2 s of tokens (200 steps of 10 ms), running across both rotations.
+    // About 2 s of tokens (200 steps of 10 ms), streaming across both rotations: started before them.
+    const stream = await client.chat.completions.create({ model: model(), messages: [{ role: 'user', content: 'long' }], max_tokens: 200, stream: true });
+    let chunks = 0;
+    let finish: string | null = null;
     const long = (async () => {
-      const stream = await client.chat.completions.create({ model: model(), messages: [{ role: 'user', content: 'long' }], max_tokens: 200, stream: true });
-      let finish: string | null = null;
-      let chunks = 0;
       for await (const chunk of stream) {
         if (chunk.choices[0]?.delta.content) chunks++;
         finish = chunk.choices[0]?.finish_reason ?? finish;
       }
       return { chunks, finish };
     })();
+    await waitFor(() => chunks > 0, 'the long stream to start');
 
     // A client certificate the sidecar does not trust: new calls go over a new connection with it and fail.
     workerVolume.mount(pki.issue('untrusted-worker-client', { signer: 'otherCa', usage: 'client' }));
