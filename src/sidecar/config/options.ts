@@ -158,7 +158,7 @@ export const SIDECAR_OPTIONS = {
     flag: '--system-tls-cert <file>',
     env: 'DYN_SYSTEM_TLS_CERT',
     defaultText: 'none: HTTP',
-    help: 'certificate chain (PEM) of the system port: HTTPS for /metrics /health /live /ready /load; needs --system-tls-key',
+    help: 'certificate chain (PEM) of the system port: HTTPS for /metrics /health /live /ready /load and the admin API; needs --system-tls-key',
   },
   systemTlsKey: { flag: '--system-tls-key <file>', env: 'DYN_SYSTEM_TLS_KEY', defaultText: 'none', help: 'unencrypted PEM private key of --system-tls-cert' },
   upstreamTls: {

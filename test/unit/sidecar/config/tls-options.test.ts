@@ -178,6 +178,13 @@ describe('sidecar TLS problems', () => {
     expect(problems(flags, env)).toEqual([message]);
   });
 
+  it('takes the TLS files from --config-file too, naming the file and line in a problem', () => {
+    const file = pki.write('sidecar.env', `DYN_SIDECAR_TLS_CERT=${pki.server.certFile}\nDYN_SIDECAR_TLS_KEY=${pki.server.keyFile}\n`);
+    expect(parseSidecarConfig({ configFile: file }, {}).tls.ingress).toEqual({ certFile: pki.server.certFile, keyFile: pki.server.keyFile, caFile: undefined });
+    const half = pki.write('half.env', `# rotated by hand\nDYN_SYSTEM_TLS_CERT=${pki.server.certFile}\n`);
+    expect(problems({ configFile: half })).toEqual([`DYN_SYSTEM_TLS_CERT (${half} line 2) needs --system-tls-key or DYN_SYSTEM_TLS_KEY`]);
+  });
+
   it('exits 2 with one line per problem, naming each flag or variable, and does not start', async () => {
     const result = await runMain(['--tls-cert', pki.server.certFile, '--tls-key', pki.client.keyFile, '--upstream-ca', pki.ca.certFile], {
       DYN_SYSTEM_TLS_CERT: join(pki.dir, 'missing.pem'),
