@@ -61,7 +61,12 @@ describe('load --openai command', () => {
       io.emitter.emit('SIGINT');
       await run;
       expect(io.exits).toEqual([1]); // nothing completed
-      expect(JSON.parse(io.out[0]!)).toMatchObject({ sent: 2, completed: 0, errors: { CANCELLED: 2 }, statuses: { '200': 2 } });
+      const summary = JSON.parse(io.out[0]!) as { statuses: Record<string, number> };
+      expect(summary).toMatchObject({ sent: 2, completed: 0, errors: { CANCELLED: 2 } });
+      // The server counts a stream active before its 200 reaches the client: a SIGINT in between
+      // cancels a request that has no status yet (seen once on a loaded machine under Node 24).
+      expect(Object.keys(summary.statuses).filter((s) => s !== '200')).toEqual([]);
+      expect(summary.statuses['200'] ?? 0).toBeLessThanOrEqual(2);
       await waitFor(() => slow.aborted() === 2, 'the server to see both streams aborted');
     } finally {
       await slow.close();
