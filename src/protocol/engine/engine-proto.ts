@@ -3,11 +3,9 @@
  * decoded message shapes the engine and the load client use. Paths resolve relative to this
  * module, which sits two levels below the package root in both src/ and dist/.
  */
-import { fileURLToPath } from 'node:url';
 import * as grpc from '@grpc/grpc-js';
 import * as protoLoader from '@grpc/proto-loader';
-
-const PROTO_ROOT = fileURLToPath(new URL('../../../proto/', import.meta.url));
+import { PROTO_DIR } from '../proto-path.js';
 
 /** keepCase keeps snake_case field names as on the wire; oneofs adds the virtual case field. */
 const LOADER_OPTIONS: protoLoader.Options = {
@@ -16,14 +14,34 @@ const LOADER_OPTIONS: protoLoader.Options = {
   enums: String,
   defaults: true,
   oneofs: true,
-  includeDirs: [PROTO_ROOT],
+  includeDirs: [PROTO_DIR],
 };
 
 export const VLLM_ENGINE_SERVICE = 'vllm.grpc.engine.VllmEngine';
 export const HEALTH_SERVICE = 'grpc.health.v1.Health';
 
+const VLLM_ENGINE_PROTO = 'vllm/vllm_engine.proto';
+const definitions = new Map<string, protoLoader.PackageDefinition>();
+
+/** Each .proto file is parsed once per process, whoever asks for it first. */
+function definitionOf(file: string): protoLoader.PackageDefinition {
+  let definition = definitions.get(file);
+  if (definition === undefined) {
+    definition = protoLoader.loadSync(file, LOADER_OPTIONS);
+    definitions.set(file, definition);
+  }
+  return definition;
+}
+
+/** A message type of vllm.grpc.engine (e.g. 'GetLoadsResponse'), to (de)serialize raw bytes. */
+export function vllmEngineMessage<T extends object>(name: string): protoLoader.MessageTypeDefinition<object, T> {
+  const type = definitionOf(VLLM_ENGINE_PROTO)[`vllm.grpc.engine.${name}`];
+  if (type === undefined || !('serialize' in type)) throw new Error(`message vllm.grpc.engine.${name} not found in ${VLLM_ENGINE_PROTO}`);
+  return type as protoLoader.MessageTypeDefinition<object, T>;
+}
+
 function loadService(file: string, fullName: string): grpc.ServiceClientConstructor {
-  const definition = protoLoader.loadSync(file, LOADER_OPTIONS);
+  const definition = definitionOf(file);
   let node: unknown = grpc.loadPackageDefinition(definition);
   for (const part of fullName.split('.')) node = (node as Record<string, unknown>)[part];
   if (typeof node !== 'function') throw new Error(`service ${fullName} not found in ${file}`);
@@ -35,7 +53,7 @@ let healthCtor: grpc.ServiceClientConstructor | undefined;
 
 /** Client constructor (and `.service` definition) of vllm.grpc.engine.VllmEngine. */
 export function vllmEngineService(): grpc.ServiceClientConstructor {
-  engineCtor ??= loadService('vllm/vllm_engine.proto', VLLM_ENGINE_SERVICE);
+  engineCtor ??= loadService(VLLM_ENGINE_PROTO, VLLM_ENGINE_SERVICE);
   return engineCtor;
 }
 

@@ -350,7 +350,7 @@ function parseEngineLoadSource(read: Reader): EngineLoadSource {
   const url = read.raw('engineMetricsUrl');
   const upstream = read.raw('upstream');
   if (source === 'scrape' && url === undefined && upstream !== undefined) {
-    read.problems.push(`${read.raw('engineLoadSource')!.source}: scrape needs the engine's metrics URL (--engine-metrics-url or DYN_ENGINE_METRICS_URL)`);
+    read.problems.push(`${read.raw('engineLoadSource')!.source}: scrape needs the engine's metrics URL (${read.names('engineMetricsUrl')})`);
   }
   if ((source === 'getloads' || source === 'traffic') && url !== undefined) {
     read.problems.push(`${url.source} is set but ${read.raw('engineLoadSource')!.source} is "${source}", which does not scrape; remove one`);

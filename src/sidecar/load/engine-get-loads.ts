@@ -18,13 +18,10 @@
  *   kept either way (dynamo_sidecar_engine_kv_usage_ratio).
  * - num_running_reqs / num_waiting_reqs as running / waiting.
  */
-import { join } from 'node:path';
-import { loadSync, type MessageTypeDefinition } from '@grpc/proto-loader';
 import { enginePath, type GenerateWire } from '../../protocol/engine/generate-wire.js';
-import type { GetLoadsResponseMessage, SchedulerLoadMessage } from '../../protocol/engine/engine-proto.js';
+import { vllmEngineMessage, type GetLoadsResponseMessage, type SchedulerLoadMessage } from '../../protocol/engine/engine-proto.js';
 import { GrpcStatus, statusName } from '../../protocol/grpc/status.js';
 import { unaryCall, type OpenStream } from '../../protocol/grpc/unary-call.js';
-import { PROTO_DIR } from '../../protocol/proto-path.js';
 import type { ScrapedLoad } from './engine-metrics-reader.js';
 import { LoadSourceUnsupportedError, ScrapeError, type LoadRead } from './engine-scraper.js';
 
@@ -36,15 +33,6 @@ export interface GetLoadsReaderOptions {
   /** --kv-total-blocks, to turn a usage ratio into blocks when the engine gives no token counts. */
   readonly kvTotalBlocks: number | undefined;
   readonly timeoutMs: number;
-}
-
-let responseType: MessageTypeDefinition<object, GetLoadsResponseMessage> | undefined;
-
-function getLoadsResponse(): MessageTypeDefinition<object, GetLoadsResponseMessage> {
-  responseType ??= loadSync(join(PROTO_DIR, 'vllm/vllm_engine.proto'), { keepCase: true, defaults: true, longs: Number })[
-    'vllm.grpc.engine.GetLoadsResponse'
-  ] as MessageTypeDefinition<object, GetLoadsResponseMessage>;
-  return responseType;
 }
 
 /** An empty GetLoadsRequest: every rank, the default sections. */
@@ -70,7 +58,7 @@ export function getLoadsReader(options: GetLoadsReaderOptions): LoadRead {
 
 /** A GetLoadsResponse's bytes to per-rank loads; throws on bytes that are not one. */
 export function decodeGetLoads(body: Buffer, blockSize: number, kvTotalBlocks: number | undefined): { ranks: Map<number, ScrapedLoad>; problems: string[] } {
-  const response: GetLoadsResponseMessage = getLoadsResponse().deserialize(body);
+  const response = vllmEngineMessage<GetLoadsResponseMessage>('GetLoadsResponse').deserialize(body);
   return schedulerLoads(response.loads ?? [], blockSize, kvTotalBlocks);
 }
 

@@ -76,6 +76,14 @@ export const defaultFetchText: FetchText = async (url, signal) => {
   return res.text();
 };
 
+/**
+ * A read's deadline when none is given: 80% of the interval, within 1-5 s, so that a short
+ * interval does not turn a busy engine's slow answer into "stale".
+ */
+export function defaultReadTimeoutMs(intervalMs: number): number {
+  return Math.min(5000, Math.max(1000, Math.floor(intervalMs * 0.8)));
+}
+
 export class EngineScraper {
   readonly url: string;
   readonly source: 'scrape' | 'getloads';
@@ -102,7 +110,7 @@ export class EngineScraper {
     this.url = options.url;
     this.source = options.source ?? 'scrape';
     this.intervalMs = options.intervalMs;
-    this.timeoutMs = options.timeoutMs ?? Math.min(5000, Math.max(1000, Math.floor(this.intervalMs * 0.8)));
+    this.timeoutMs = options.timeoutMs ?? defaultReadTimeoutMs(this.intervalMs);
     const format = options.format ?? DEFAULT_ENGINE_METRICS_FORMAT;
     const fetchText = options.fetchText ?? defaultFetchText;
     this.read = options.read ?? (async (signal) => parseEngineMetrics(await fetchText(this.url, signal), format));

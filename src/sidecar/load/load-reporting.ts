@@ -23,7 +23,7 @@ import type { LoadConfig } from '../config/sidecar-config.js';
 import type { Logger } from '../../platform/log.js';
 import type { TrafficTap } from '../proxy/call-context.js';
 import type { IncomingHttpHeaders } from 'node:http2';
-import { EngineScraper } from './engine-scraper.js';
+import { EngineScraper, defaultReadTimeoutMs } from './engine-scraper.js';
 import { getLoadsPath, getLoadsReader } from './engine-get-loads.js';
 import { mirrorCounter, registerLoadMetrics } from './load-metrics.js';
 import { LoadTracker } from './load-tracker.js';
@@ -91,7 +91,7 @@ export class LoadReporting {
         onUpdate,
       });
     } else if (this.kvSource === 'getloads') {
-      const timeoutMs = Math.min(5000, Math.max(1000, Math.floor(config.scrapeIntervalMs * 0.8)));
+      const timeoutMs = defaultReadTimeoutMs(config.scrapeIntervalMs);
       this.scraper = new EngineScraper({
         url: getLoadsPath(config.generateWire),
         source: 'getloads',

@@ -18,14 +18,13 @@
  *   UNIMPLEMENTED (an engine without this service). In the last two cases
  *   the model stays null and one warning says to pass --served-model-name.
  */
-import { join } from 'node:path';
 import type { ClientHttp2Stream, OutgoingHttpHeaders } from 'node:http2';
-import { loadSync, type MessageTypeDefinition } from '@grpc/proto-loader';
+import type { MessageTypeDefinition } from '@grpc/proto-loader';
 import { MODEL_INFO_RETRY_MS, MODEL_INFO_TIMEOUT_MS } from '../config/sidecar-config.js';
 import { GrpcStatus, statusName } from '../../protocol/grpc/status.js';
 import { unaryCall, type OpenStream, type UnaryOutcome } from '../../protocol/grpc/unary-call.js';
 import type { Logger } from '../../platform/log.js';
-import { PROTO_DIR } from '../../protocol/proto-path.js';
+import { vllmEngineMessage } from '../../protocol/engine/engine-proto.js';
 import { enginePath, type GenerateWire } from '../../protocol/engine/generate-wire.js';
 
 interface ModelInfoFields {
@@ -66,8 +65,7 @@ export class ModelInfoProbe {
   private readonly retryMs: number;
 
   constructor(private readonly options: ModelInfoProbeOptions) {
-    const definition = loadSync(join(PROTO_DIR, 'vllm/vllm_engine.proto'), { keepCase: true, defaults: true });
-    this.response = definition['vllm.grpc.engine.GetModelInfoResponse'] as MessageTypeDefinition<object, ModelInfoFields>;
+    this.response = vllmEngineMessage<ModelInfoFields>('GetModelInfoResponse');
     this.path = enginePath(options.wire ?? 'vllm', 'GetModelInfo');
     this.timeoutMs = options.timeoutMs ?? MODEL_INFO_TIMEOUT_MS;
     this.retryMs = options.retryMs ?? MODEL_INFO_RETRY_MS;
