@@ -123,7 +123,9 @@ export class LoadRecorder {
   }
 
   summary(target: string, durationMs: number): LoadSummary {
-    const seconds = Math.max(durationMs, 1) / 1000;
+    // Rates come from the duration as reported (whole ms), so the summary agrees with itself:
+    // with a sub-millisecond remainder, requests / duration_s and requests_per_s could differ.
+    const seconds = Math.round(Math.max(durationMs, 1)) / 1000;
     const rate = (n: number): number => Math.round((n / seconds) * 100) / 100;
     return {
       target,
@@ -138,7 +140,7 @@ export class LoadRecorder {
       output_tokens: this.outputTokens,
       tokens_per_s: rate(this.outputTokens),
       requests_per_s: rate(this.completed),
-      duration_s: Math.round(seconds * 1000) / 1000,
+      duration_s: seconds,
     };
   }
 }

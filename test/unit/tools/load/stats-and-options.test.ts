@@ -38,6 +38,17 @@ describe('LoadRecorder', () => {
     expect(r.inFlight).toBe(0);
   });
 
+  it('reports rates that agree with the reported duration, even with a fraction of a millisecond', () => {
+    const r = new LoadRecorder();
+    for (let i = 0; i < 20; i++) {
+      r.attemptStarted(false);
+      r.attemptEnded({ kind: 'completed' });
+    }
+    const s = r.summary('h:1', 123.4);
+    expect(s.duration_s).toBe(0.123);
+    expect(s.requests_per_s).toBeCloseTo(20 / s.duration_s, 2);
+  });
+
   it('counts HTTP outcomes the same way and statuses by code, only when asked to', () => {
     const r = new LoadRecorder({ httpStatuses: true });
     const outcomes = [
