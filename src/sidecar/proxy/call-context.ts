@@ -7,6 +7,7 @@ import type { IncomingHttpHeaders, OutgoingHttpHeaders } from 'node:http2';
 import type { AdmissionGate } from '../admission/gate.js';
 import type { Logger } from '../../platform/log.js';
 import type { SidecarMetrics } from '../metrics/sidecar-metrics.js';
+import type { RawHeaders } from './request-headers.js';
 
 /** Sees the raw bytes of one dispatched call; must be cheap and must not throw. */
 export interface TrafficTap {
@@ -60,7 +61,7 @@ export interface UpstreamStream extends CallStream {
 /** Opens streams to the engine (UpstreamPool in production). */
 export interface UpstreamConnector {
   /** Throws when no stream can be opened (session gone, or the headers are not sendable). */
-  request(headers: OutgoingHttpHeaders): UpstreamStream;
+  request(headers: OutgoingHttpHeaders | RawHeaders): UpstreamStream;
   /** The engine is known unreachable: new calls are answered UNAVAILABLE at once. */
   readonly down: boolean;
   /** False for a session whose connection never came up: tells "unreachable" from "lost". */

@@ -33,6 +33,7 @@ import type { CallContext } from './call-context.js';
 import { limitConnection, trackStream, type ConnectionLimitOptions } from './connection-limits.js';
 import type { LocalService } from './local-service.js';
 import { ProxiedCall, type OpenCall } from './proxied-call.js';
+import { RAW_REQUEST_HEADERS, type RawHeaders } from './request-headers.js';
 import { STREAM_WINDOW_BYTES } from './upstream.js';
 
 export interface IngressOptions extends ConnectionLimitOptions {
@@ -64,7 +65,10 @@ export class Ingress {
     } else {
       this.server = createServer(serverOptions);
     }
-    this.server.on('stream', (stream, headers) => this.onStream(stream, headers));
+    // node passes the raw header list as a fourth argument, which @types/node 20 does not declare.
+    const onStream = (stream: ServerHttp2Stream, headers: IncomingHttpHeaders, _flags: number, rawHeaders: RawHeaders): void =>
+      this.onStream(stream, headers, rawHeaders);
+    this.server.on('stream', onStream as (stream: ServerHttp2Stream, headers: IncomingHttpHeaders) => void);
     this.server.on('session', (session) => {
       this.sessions.add(session);
       limitConnection(session, options);
@@ -84,7 +88,7 @@ export class Ingress {
     });
   }
 
-  private onStream(stream: ServerHttp2Stream, headers: IncomingHttpHeaders): void {
+  private onStream(stream: ServerHttp2Stream, headers: IncomingHttpHeaders, rawHeaders: RawHeaders): void {
     const { context, services } = this.options;
     const path = headers[':path'];
     trackStream(stream);
@@ -108,7 +112,7 @@ export class Ingress {
       deadlineAt = context.clock.now() + ms;
     }
 
-    new ProxiedCall(context, stream, headers, deadlineAt, this.openCalls).start();
+    new ProxiedCall(context, stream, headers, deadlineAt, this.openCalls, RAW_REQUEST_HEADERS ? rawHeaders : undefined).start();
   }
 
   /** The drain grace period is over: every call still open ends with UNAVAILABLE (retryable elsewhere). */

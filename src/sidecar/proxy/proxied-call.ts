@@ -38,7 +38,7 @@ import type { CallContext, DispatchTurn, DownstreamStream, TrafficTap, UpstreamS
 import * as listeners from './call-listeners.js';
 import { CALL, type CallEvents, type WithCall } from './call-listeners.js';
 import { isEarlyReset, noteEarlyReset } from './connection-limits.js';
-import { isHeaderError, stripConnectionHeaders } from './request-headers.js';
+import { forwardableRawHeaders, isHeaderError, stripConnectionHeaders, type RawHeaders } from './request-headers.js';
 import {
   guardedEnd,
   guardedReset,
@@ -102,6 +102,8 @@ export class ProxiedCall implements OpenCall, DispatchTurn, StreamFaultSink, Cal
     private readonly deadlineAt: number | undefined,
     /** Open calls, so that shutdown can cut them; the call leaves it when it ends. */
     private readonly openCalls?: Set<OpenCall>,
+    /** The same headers as node's raw list, forwarded as such where node takes one (RAW_REQUEST_HEADERS). */
+    private readonly rawHeaders?: RawHeaders,
   ) {
     this.arrivedAt = ctx.clock.now();
     this.downstream = downstream as WithCall<DownstreamStream>;
@@ -460,9 +462,12 @@ export class ProxiedCall implements OpenCall, DispatchTurn, StreamFaultSink, Cal
   }
 
   private dispatch(): void {
-    const headers = stripConnectionHeaders(this.headers);
-    if (this.deadlineAt !== undefined) {
-      headers['grpc-timeout'] = formatGrpcTimeout(Math.min(MAX_FORWARDED_TIMEOUT_MS, this.deadlineAt - this.ctx.clock.now()));
+    const timeout = this.deadlineAt === undefined ? undefined : formatGrpcTimeout(Math.min(MAX_FORWARDED_TIMEOUT_MS, this.deadlineAt - this.ctx.clock.now()));
+    let headers: OutgoingHttpHeaders | RawHeaders;
+    if (this.rawHeaders) headers = forwardableRawHeaders(this.rawHeaders, timeout);
+    else {
+      headers = stripConnectionHeaders(this.headers);
+      if (timeout !== undefined) headers['grpc-timeout'] = timeout;
     }
     if (this.ctx.upstream.down) {
       this.ctx.metrics.upstreamError('connect');
@@ -490,7 +495,7 @@ export class ProxiedCall implements OpenCall, DispatchTurn, StreamFaultSink, Cal
     upstream.on('close', listeners.onEngineClose);
     upstream.on('end', listeners.onEngineEnd);
     upstream.on('drain', listeners.onEngineDrain);
-    this.tap = this.ctx.observer?.dispatched(headers);
+    this.tap = this.ctx.observer?.dispatched(this.headers);
     const downstream = this.downstream;
     downstream.on('data', listeners.onClientData);
     downstream.on('end', listeners.onClientEnd);

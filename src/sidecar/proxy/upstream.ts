@@ -25,6 +25,7 @@ import type { ClientTls } from '../../platform/tls/client-tls.js';
 import { formatHostPort } from '../../platform/config/host-port.js';
 import { DEFAULT_UPSTREAM_PING_INTERVAL_MS, DEFAULT_UPSTREAM_PING_TIMEOUT_MS } from '../config/sidecar-config.js';
 import type { Logger } from '../../platform/log.js';
+import type { RawHeaders } from './request-headers.js';
 
 export interface UpstreamOptions {
   readonly target: HostPort;
@@ -147,8 +148,9 @@ export class UpstreamPool {
    * session alone. node throws for an unusable session only once it is closed (GOAWAY) or
    * destroyed, and ensureSession() never returns such a session, so no retry is needed here.
    */
-  request(headers: OutgoingHttpHeaders): ClientHttp2Stream {
-    return this.ensureSession().request(headers, REQUEST_OPTIONS);
+  request(headers: OutgoingHttpHeaders | RawHeaders): ClientHttp2Stream {
+    // @types/node 20 does not know the raw form; only Nodes that take it are given one (RAW_REQUEST_HEADERS).
+    return this.ensureSession().request(headers as OutgoingHttpHeaders, REQUEST_OPTIONS);
   }
 
   async close(): Promise<void> {

@@ -1,7 +1,7 @@
 /** Connection-specific headers are dropped and `te` normalised before a request reaches the engine. */
 import type { IncomingHttpHeaders } from 'node:http2';
 import { describe, expect, it } from 'vitest';
-import { isHeaderError, stripConnectionHeaders } from '../../../../src/sidecar/proxy/request-headers.js';
+import { forwardableRawHeaders, isHeaderError, rawRequestHeadersSupported, stripConnectionHeaders } from '../../../../src/sidecar/proxy/request-headers.js';
 
 describe('stripConnectionHeaders', () => {
   it('keeps an ordinary gRPC request as it is, without copying it', () => {
@@ -32,6 +32,33 @@ describe('stripConnectionHeaders', () => {
       'x-keep': 'me',
     });
     expect(headers).toEqual({ 'x-keep': 'me' });
+  });
+});
+
+describe('forwardableRawHeaders', () => {
+  const GRPC = [':method', 'POST', ':scheme', 'http', ':path', '/a.B/C', ':authority', 'w:1', 'content-type', 'application/grpc', 'te', 'trailers'];
+
+  it('forwards an ordinary request list as it is, without copying it', () => {
+    const raw = [...GRPC, 'x-user', 'u'];
+    expect(forwardableRawHeaders(raw, undefined)).toBe(raw);
+    expect(raw).toEqual([...GRPC, 'x-user', 'u']);
+  });
+
+  it("replaces every grpc-timeout value with the sidecar's, in place and in order", () => {
+    const raw = [...GRPC, 'grpc-timeout', '99999999H', 'x-user', 'u'];
+    expect(forwardableRawHeaders(raw, '1500m')).toEqual([...GRPC, 'grpc-timeout', '1500m', 'x-user', 'u']);
+  });
+
+  it('drops every connection-specific field and normalises te, like the object form', () => {
+    const raw = [':path', '/a.B/C', 'connection', 'keep-alive', 'te', ' Trailers , deflate', 'http2-settings', 'AAMA', 'keep-alive', 'timeout=5'];
+    raw.push('proxy-connection', 'keep-alive', 'transfer-encoding', 'chunked', 'upgrade', 'h2c', 'grpc-timeout', '1S', 'x-keep', 'me');
+    expect(forwardableRawHeaders(raw, '900m')).toEqual([':path', '/a.B/C', 'te', 'trailers', 'grpc-timeout', '900m', 'x-keep', 'me']);
+    expect(forwardableRawHeaders(['te', 'gzip', 'x', 'y'], undefined)).toEqual(['x', 'y']);
+  });
+
+  it('is used only on Nodes whose session.request() takes a raw list (22.17+, 24+)', () => {
+    expect(['20.20.2', '22.16.0', '23.11.0'].map(rawRequestHeadersSupported)).toEqual([false, false, false]);
+    expect(['22.17.0', '22.21.1', '24.0.0', '24.22.3', '26.1.0'].map(rawRequestHeadersSupported)).toEqual([true, true, true, true, true]);
   });
 });
 
