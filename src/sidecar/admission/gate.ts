@@ -32,8 +32,16 @@ export interface QueueTicket {
 export type Admission =
   { readonly kind: 'admitted'; readonly permit: Permit } | { readonly kind: 'queued'; readonly ticket: QueueTicket } | { readonly kind: 'rejected' };
 
-/** Called with the permit when a queued waiter reaches a slot. Must not throw. */
-export type OnAdmit = (permit: Permit) => void;
+/**
+ * Told with the permit when a queued waiter reaches a slot: a function, or an object with
+ * `onAdmitted` (a proxied call passes itself, so admitting a call allocates no closure). Must not throw.
+ */
+export type OnAdmit = ((permit: Permit) => void) | { onAdmitted(permit: Permit): void };
+
+export function notifyAdmitted(onAdmit: OnAdmit, permit: Permit): void {
+  if (typeof onAdmit === 'function') onAdmit(permit);
+  else onAdmit.onAdmitted(permit);
+}
 
 export interface GateListener {
   /** After any change of inEngine or queued; keep it cheap, it runs on the hot path. */
@@ -192,7 +200,7 @@ export class AdmissionGate {
         const waiter = this.head;
         this.unlinkForAdmission(waiter);
         this.engineCount++;
-        waiter.onAdmit(new SlotPermit(this.freeOneSlot));
+        notifyAdmitted(waiter.onAdmit, new SlotPermit(this.freeOneSlot));
       }
     } finally {
       this.handingOff = false;

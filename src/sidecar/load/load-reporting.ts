@@ -26,7 +26,7 @@ import type { IncomingHttpHeaders } from 'node:http2';
 import { EngineScraper, defaultReadTimeoutMs } from './engine-scraper.js';
 import { getLoadsPath, getLoadsReader } from './engine-get-loads.js';
 import { mirrorCounter, registerLoadMetrics } from './load-metrics.js';
-import { LoadTracker } from './load-tracker.js';
+import { LoadTracker, type AdmissionState } from './load-tracker.js';
 import { type LoadEvent } from '../../protocol/load-event.js';
 import { ModelInfoProbe, type ModelInfoEngine } from './model-info-probe.js';
 import { LoadPublisher, defaultWorkerId } from './publisher.js';
@@ -55,6 +55,7 @@ export class LoadReporting {
   readonly kvSource: KvSource;
   readonly subject: string;
   private readonly accounting: TrafficAccounting;
+  private readonly admissionState: AdmissionState = { engineRequest: 0, requestQueue: 0, limit: undefined, queueLimit: undefined };
   private readonly scraper: EngineScraper | undefined;
   private readonly publisher: LoadPublisher | undefined;
   private readonly modelProbe: ModelInfoProbe | undefined;
@@ -177,12 +178,13 @@ export class LoadReporting {
   syncAdmission(): void {
     const { gate } = this.deps;
     const on = gate.limit !== Infinity;
-    this.tracker.setAdmission({
-      engineRequest: gate.inEngine,
-      requestQueue: gate.queued,
-      limit: on ? gate.limit : undefined,
-      queueLimit: on ? gate.queueLimit : undefined,
-    });
+    // One object, refilled: this runs twice per call (acquire and release); the tracker copies the fields.
+    const state = this.admissionState;
+    state.engineRequest = gate.inEngine;
+    state.requestQueue = gate.queued;
+    state.limit = on ? gate.limit : undefined;
+    state.queueLimit = on ? gate.queueLimit : undefined;
+    this.tracker.setAdmission(state);
   }
 
   /** N or Q changed (admin API, SIGHUP): frontends learn the new engine_request_limit at once, as on a rejection. */

@@ -102,7 +102,8 @@ export class LoadTracker {
   private readonly now: () => number;
   private readonly ranks: Rank[];
   private readonly listeners = new Set<() => void>();
-  private admission: AdmissionState = { engineRequest: 0, requestQueue: 0 };
+  // Updated in place: the gate reports every acquire and release, so this path allocates nothing.
+  private readonly admission: AdmissionState = { engineRequest: 0, requestQueue: 0, limit: undefined, queueLimit: undefined };
   private draining = false;
   private rejectedAt: number | undefined;
   private model: string | null;
@@ -176,7 +177,10 @@ export class LoadTracker {
       this.rejectedAt = undefined;
     if (a.engineRequest === state.engineRequest && a.requestQueue === state.requestQueue && a.limit === state.limit && a.queueLimit === state.queueLimit)
       return;
-    this.admission = { ...state };
+    a.engineRequest = state.engineRequest;
+    a.requestQueue = state.requestQueue;
+    a.limit = state.limit;
+    a.queueLimit = state.queueLimit;
     this.changed();
   }
 

@@ -2,7 +2,9 @@
  * The sidecar's Prometheus metrics. Dynamo's three names first (dynamo_engine_request,
  * dynamo_request_queue, dynamo_rejection_request_total), then our companions under
  * dynamo_sidecar_. Gauges that mirror the gate are read at scrape time (`collect`), so the hot
- * path pays nothing for them and they can never drift from the gate's own counts.
+ * path pays nothing for them and they can never drift from the gate's own counts. The per-call
+ * counters (calls by status, rejections) are plain numbers on the hot path, handed to
+ * prom-client at scrape time too: its inc() hashes the label set on every call.
  */
 import { Counter, Gauge, Histogram, collectDefaultMetrics, type Registry } from 'prom-client';
 import type { ChangeSource } from '../admission/admission-control.js';
@@ -21,12 +23,10 @@ export interface AdmissionView {
 }
 
 export class SidecarMetrics {
-  private readonly rejections: Counter;
-  private readonly rejectionsByReason: Record<RejectionReason, Counter.Internal>;
+  private readonly rejectionCounts: Record<RejectionReason, number> = { queue_full: 0, queue_timeout: 0 };
   private readonly admissionChanges: Counter<'source'>;
   private readonly queueWait: Histogram;
-  private readonly requests: Counter<'grpc_code'>;
-  private readonly requestsByCode = new Map<number, Counter.Internal>();
+  private readonly callsByStatus = new Map<number, number>();
   private readonly cancelledInQueue: Counter;
   private readonly deadlineInQueue: Counter;
   private readonly upstreamErrors: Counter<'kind'>;
@@ -54,19 +54,27 @@ export class SidecarMetrics {
         this.set(gate.queued);
       },
     });
-    this.rejections = new Counter({
+    const rejections = this.rejectionCounts;
+    new Counter({
       name: 'dynamo_rejection_request_total',
       help: 'Calls rejected with RESOURCE_EXHAUSTED (Server overloaded): engine and queue full, or queued past the queue timeout; by reason in dynamo_sidecar_rejections_total.',
       registers,
+      collect() {
+        this.reset();
+        this.inc(rejections.queue_full + rejections.queue_timeout);
+      },
     });
-    const byReason = new Counter({
+    new Counter({
       name: 'dynamo_sidecar_rejections_total',
       help: 'Calls rejected with RESOURCE_EXHAUSTED, by reason: queue_full (engine and queue full on arrival), queue_timeout (queued longer than the queue timeout).',
       labelNames: ['reason'],
       registers,
+      // Both series from the start (at 0), so rate() sees the first rejection.
+      collect() {
+        this.reset();
+        for (const reason of ['queue_full', 'queue_timeout'] as const) this.inc({ reason }, rejections[reason]);
+      },
     });
-    this.rejectionsByReason = { queue_full: byReason.labels('queue_full'), queue_timeout: byReason.labels('queue_timeout') };
-    for (const child of Object.values(this.rejectionsByReason)) child.inc(0); // both series from the start, so rate() sees the first one
     new Gauge({
       name: 'dynamo_sidecar_engine_request_limit',
       help: 'Max calls in the engine (N) in force; 0 means admission off.',
@@ -104,11 +112,16 @@ export class SidecarMetrics {
       buckets: [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
       registers,
     });
-    this.requests = new Counter({
+    const callsByStatus = this.callsByStatus;
+    new Counter({
       name: 'dynamo_sidecar_requests_total',
       help: 'Calls handled by the sidecar, by final gRPC status (from the engine or the sidecar).',
       labelNames: ['grpc_code'],
       registers,
+      collect() {
+        this.reset();
+        for (const [status, calls] of callsByStatus) this.inc({ grpc_code: statusName(status) }, calls);
+      },
     });
     this.cancelledInQueue = new Counter({
       name: 'dynamo_sidecar_queue_cancelled_total',
@@ -143,8 +156,7 @@ export class SidecarMetrics {
   }
 
   rejected(reason: RejectionReason): void {
-    this.rejections.inc();
-    this.rejectionsByReason[reason].inc();
+    this.rejectionCounts[reason]++;
   }
 
   admissionChanged(source: ChangeSource): void {
@@ -167,13 +179,8 @@ export class SidecarMetrics {
     this.upstreamErrors.inc({ kind });
   }
 
-  /** One per call, with its final status; label children are cached so this stays a map lookup. */
+  /** One per call, with its final status. */
   callEnded(status: number): void {
-    let child = this.requestsByCode.get(status);
-    if (!child) {
-      child = this.requests.labels(statusName(status));
-      this.requestsByCode.set(status, child);
-    }
-    child.inc();
+    this.callsByStatus.set(status, (this.callsByStatus.get(status) ?? 0) + 1);
   }
 }

@@ -31,9 +31,6 @@ export const CALL = Symbol('dynamo-sidecar.call');
 export type WithCall<S> = S & { [CALL]: CallEvents };
 
 export function ignore(): void {}
-export function onAdmitFromQueue(this: CallEvents, permit: Permit): void {
-  this.onAdmitted(permit);
-}
 export function onDeadline(this: CallEvents): void {
   this.onDeadline();
 }

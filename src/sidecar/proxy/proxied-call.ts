@@ -121,7 +121,7 @@ export class ProxiedCall implements OpenCall, DispatchTurn, StreamFaultSink, Cal
     if (this.deadlineAt !== undefined && this.deadlineAt <= this.arrivedAt) {
       return this.answer(new CallError('deadline_exceeded', 'Deadline exceeded before the call reached the engine'));
     }
-    const admission = this.ctx.gate.acquire(listeners.onAdmitFromQueue.bind(this));
+    const admission = this.ctx.gate.acquire(this);
     if (admission.kind === 'rejected') {
       this.ctx.metrics.rejected('queue_full');
       this.ctx.observer?.rejected();

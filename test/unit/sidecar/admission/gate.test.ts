@@ -25,6 +25,20 @@ describe('AdmissionGate', () => {
     expect(order).toEqual([1, 2, 3]);
   });
 
+  it('tells an object waiter through onAdmitted, in the same order as function waiters', () => {
+    const gate = new AdmissionGate(1, 3);
+    const order: string[] = [];
+    const first = gate.acquire(() => {});
+    const permits: Permit[] = [];
+    gate.acquire({ onAdmitted: (p) => (order.push('object'), permits.push(p)) });
+    gate.acquire((p) => (order.push('function'), permits.push(p)));
+    if (first.kind !== 'admitted') throw new Error('first call should be admitted');
+    first.permit.release();
+    permits[0]!.release();
+    expect(order).toEqual(['object', 'function']);
+    expect([gate.inEngine, gate.queued]).toEqual([1, 0]);
+  });
+
   it('never lets a newcomer overtake a queued call', () => {
     const gate = new AdmissionGate(1, 2);
     const held = gate.acquire(() => {});

@@ -5,7 +5,7 @@
  */
 import { constants, type IncomingHttpHeaders } from 'node:http2';
 import { describe, expect, it } from 'vitest';
-import { AdmissionGate, type Admission, type OnAdmit, type Permit } from '../../../../src/sidecar/admission/gate.js';
+import { AdmissionGate, notifyAdmitted, type Admission, type OnAdmit, type Permit } from '../../../../src/sidecar/admission/gate.js';
 import { mulberry32 } from '../../../../src/platform/prng.js';
 import { MAX_TIMER_MS } from '../../../../src/protocol/grpc/deadline.js';
 import { GrpcStatus } from '../../../../src/protocol/grpc/status.js';
@@ -96,7 +96,7 @@ function harness(
   }
   const countingGate = {
     acquire(onAdmit: OnAdmit): Admission {
-      const admission = gate.acquire((permit) => onAdmit(counted(permit)));
+      const admission = gate.acquire((permit) => notifyAdmitted(onAdmit, counted(permit)));
       return admission.kind === 'admitted' ? { kind: 'admitted', permit: counted(admission.permit) } : admission;
     },
   };
