@@ -14,7 +14,8 @@
 import * as grpc from '@grpc/grpc-js';
 import { parseArgs } from 'node:util';
 import { mulberry32 } from '../src/platform/prng.js';
-import { vllmEngineService, type GenerateRequestMessage } from '../src/protocol/engine/engine-proto.js';
+import type { GenerateRequestMessage } from '../src/protocol/engine/engine-proto.js';
+import { vllmEngineService } from '../src/protocol/engine/engine-services.js';
 import { startSimulatedEngine } from '../src/tools/engine/index.js';
 import { REPO_ROOT, SIDECAR_MAIN } from './lib/paths.js';
 import { spawnProcess, stopAll } from './lib/spawn.js';

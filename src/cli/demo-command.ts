@@ -8,11 +8,11 @@
 import type { Command } from 'commander';
 import { ConfigError } from '../platform/config/config-error.js';
 import { parseSidecarConfig } from '../sidecar/config/sidecar-config.js';
-import { startSimulatedEngine, type RunningEngine } from '../tools/engine/index.js';
+import type { RunningEngine } from '../tools/engine/index.js';
 import { parseFrontendConfig } from '../frontend/frontend-config.js';
 import { FRONTEND_OPTIONS } from '../frontend/options.js';
 import { describeFrontend } from '../frontend/command.js';
-import { startFrontend, type RunningFrontend } from '../frontend/frontend.js';
+import type { RunningFrontend } from '../frontend/frontend.js';
 import { createLogger } from '../platform/log.js';
 import { startSidecar, type RunningSidecar } from '../sidecar/sidecar.js';
 import { USAGE_EXIT_CODE, applyUsageExit, onFirstSignal, waitForSignal, type CommandIo } from '../platform/command-io.js';
@@ -85,6 +85,8 @@ async function runDemo(count: number, flags: DemoFlags, httpPort: number, io: Co
     await Promise.all(sidecars.map((s) => s.close()));
     await Promise.all(engines.map((e) => e.close()));
   };
+  // The demo's parts are loaded when it runs: the CLI's other commands share this module graph.
+  const [{ startSimulatedEngine }, { startFrontend }] = await Promise.all([import('../tools/engine/index.js'), import('../frontend/frontend.js')]);
   try {
     for (let i = 0; i < count; i++) {
       const engine = await startSimulatedEngine({ host: '127.0.0.1', port: 0, metricsPort: 0, numGpuBlocks: DEMO_DEFAULTS.numGpuBlocks, seed: i });

@@ -10,7 +10,7 @@ import { formatHostPort } from '../platform/config/host-port.js';
 import { DEMO_STATUS_INTERVAL_MS, SIDECAR_OPTIONS, type RawFlags } from '../sidecar/config/options.js';
 import { describeOption, envOnlyHelp, type OptionSpec } from '../platform/config/option-spec.js';
 import { DEFAULT_REQUEST_QUEUE_LIMIT, parseSidecarConfig, type SidecarConfig } from '../sidecar/config/sidecar-config.js';
-import { startSimulatedEngine, type RunningEngine } from '../tools/engine/index.js';
+import type { RunningEngine } from '../tools/engine/index.js';
 import { createLogger, redactUrlCredentials, type Logger } from '../platform/log.js';
 import { startSidecar, type RunningSidecar } from '../sidecar/sidecar.js';
 import { USAGE_EXIT_CODE, applyUsageExit, keepRunningOnHangup, onFirstSignal, waitForSignal, type CommandIo } from '../platform/command-io.js';
@@ -77,6 +77,8 @@ async function runSidecar(requested: SidecarConfig, io: CommandIo, flags: RawFla
   let config = requested;
   let engine: RunningEngine | undefined;
   if (demo) {
+    // The simulated engine's modules stay out of a sidecar that fronts a real engine.
+    const { startSimulatedEngine } = await import('../tools/engine/index.js');
     engine = await startSimulatedEngine({ host: '127.0.0.1', port: 0, metricsPort: 0 });
     // The embedded engine's batch budget is known; publish it like a configured one.
     config = Object.freeze({

@@ -10,7 +10,7 @@ import { describeOption, envOnlyHelp, type OptionSpec } from '../platform/config
 import { USAGE_EXIT_CODE, applyUsageExit, keepRunningOnHangup, onFirstSignal, waitForSignal, type CommandIo } from '../platform/command-io.js';
 import { createLogger, redactUrlCredentials, type Logger } from '../platform/log.js';
 import { parseFrontendConfig, type FrontendConfig } from './frontend-config.js';
-import { NoLoadSourceError, startFrontend, type RunningFrontend } from './frontend.js';
+import type { RunningFrontend } from './frontend.js';
 import { FRONTEND_OPTIONS, type FrontendRawFlags } from './options.js';
 
 export const FRONTEND_HELP_EPILOGUE = `
@@ -73,6 +73,9 @@ async function runFrontend(config: FrontendConfig, io: CommandIo): Promise<void>
   for (const typo of findEnvTypos(io.env, knownEnv)) logger.warn(describeEnvTypo(typo), { variable: typo.name, suggestion: typo.suggestion });
   const stopIgnoringHangup = keepRunningOnHangup(io, () => logger.warn('SIGHUP received; configuration reload is not supported, ignoring'));
   let frontend: RunningFrontend;
+  // Loaded here, not at the top: every command shares one CLI, and a sidecar process should not
+  // hold the frontend's modules in memory (about 16 MB of RSS, docs/data-plane.md).
+  const { NoLoadSourceError, startFrontend } = await import('./frontend.js');
   try {
     frontend = await startFrontend(config, { logger });
   } catch (err) {

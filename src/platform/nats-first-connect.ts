@@ -8,7 +8,7 @@
  * authentication come from `security` (nats-security.ts); nats.js reads their files at every
  * connection, so a rotated certificate or credentials file is used from the next one.
  */
-import { connect as natsConnect, type NatsConnection, type NodeConnectionOptions } from '@nats-io/transport-node';
+import type { NatsConnection, NodeConnectionOptions } from '@nats-io/transport-node';
 import type { Logger } from './log.js';
 import { describeNatsSecurity, natsConnectionSecurity, type NatsSecurity } from './nats-security.js';
 
@@ -37,9 +37,12 @@ export interface FirstConnect {
   cancel(): void;
 }
 
+/** nats.js is loaded with the first connection, so a process that never connects never loads it. */
+const natsConnect: NatsConnectFn = async (options) => (await import('@nats-io/transport-node')).connect(options);
+
 export function connectInBackground(options: FirstConnectOptions): FirstConnect {
   const connectFn = options.connect ?? natsConnect;
-  const connection: NodeConnectionOptions = {
+  const base: NodeConnectionOptions = {
     servers: options.servers,
     name: options.name,
     maxReconnectAttempts: -1,
@@ -49,7 +52,6 @@ export function connectInBackground(options: FirstConnectOptions): FirstConnect 
     maxPingOut: 2,
     waitOnFirstConnect: false,
     timeout: 5000,
-    ...(options.security ? natsConnectionSecurity(options.security) : {}),
   };
   let cancelled = false;
   let wake: (() => void) | undefined;
@@ -64,6 +66,7 @@ export function connectInBackground(options: FirstConnectOptions): FirstConnect 
       wake = done;
     });
   const connected = (async (): Promise<NatsConnection | undefined> => {
+    const connection: NodeConnectionOptions = options.security ? { ...base, ...(await natsConnectionSecurity(options.security)) } : base;
     for (let attempt = 0; !cancelled; attempt++) {
       try {
         const nc = await connectFn(connection);

@@ -15,7 +15,7 @@
  * read at all: Dynamo processes in the same pod may share the variables.
  */
 import { readFileSync } from 'node:fs';
-import { credsAuthenticator, tokenAuthenticator, usernamePasswordAuthenticator, type NodeConnectionOptions } from '@nats-io/transport-node';
+import type { NodeConnectionOptions } from '@nats-io/transport-node';
 import type { OptionReader } from './config/option-reader.js';
 import type { OptionSpec } from './config/option-spec.js';
 import { Secret } from './config/secret.js';
@@ -86,8 +86,12 @@ export function parseNatsSecurity<S extends Specs>(read: OptionReader<S>, natsCo
   return Object.freeze({ tls, auth: auth && Object.freeze(auth) });
 }
 
-/** The parts of nats.js's connection options these settings give. */
-export function natsConnectionSecurity(security: NatsSecurity): Pick<NodeConnectionOptions, 'tls' | 'authenticator'> {
+/**
+ * The parts of nats.js's connection options these settings give. nats.js is loaded here, on the
+ * first connection, not at startup: a worker without NATS does not carry it (about 5 MB of RSS).
+ */
+export async function natsConnectionSecurity(security: NatsSecurity): Promise<Pick<NodeConnectionOptions, 'tls' | 'authenticator'>> {
+  const { credsAuthenticator, tokenAuthenticator, usernamePasswordAuthenticator } = await import('@nats-io/transport-node');
   const { tls, auth } = security;
   const options: Pick<NodeConnectionOptions, 'tls' | 'authenticator'> = {};
   if (tls) {

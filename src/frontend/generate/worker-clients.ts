@@ -7,7 +7,7 @@
  */
 import * as grpc from '@grpc/grpc-js';
 import type { GenerateRequestMessage, GenerateResponseMessage } from '../../protocol/engine/engine-proto.js';
-import { vllmEngineService } from '../../protocol/engine/engine-proto.js';
+import { vllmEngineService } from '../../protocol/engine/engine-services.js';
 import { DP_RANK_HEADER } from '../../protocol/load-event.js';
 import type { RouteTarget } from '../routing/contracts.js';
 import type { GrpcStatus } from '../../protocol/grpc/status.js';

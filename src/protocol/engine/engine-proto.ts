@@ -1,9 +1,10 @@
 /**
  * Loads the repo's .proto files with proto-loader (no code generation step) and describes the
  * decoded message shapes the engine and the load client use. Paths resolve relative to this
- * module, which sits two levels below the package root in both src/ and dist/.
+ * module, which sits two levels below the package root in both src/ and dist/. The gRPC service
+ * constructors are in engine-services.ts: the sidecar needs only messages, and grpc-js would add
+ * 13-17 MB to its resident memory.
  */
-import * as grpc from '@grpc/grpc-js';
 import * as protoLoader from '@grpc/proto-loader';
 import { PROTO_DIR } from '../proto-path.js';
 
@@ -20,11 +21,11 @@ const LOADER_OPTIONS: protoLoader.Options = {
 export const VLLM_ENGINE_SERVICE = 'vllm.grpc.engine.VllmEngine';
 export const HEALTH_SERVICE = 'grpc.health.v1.Health';
 
-const VLLM_ENGINE_PROTO = 'vllm/vllm_engine.proto';
+export const VLLM_ENGINE_PROTO = 'vllm/vllm_engine.proto';
 const definitions = new Map<string, protoLoader.PackageDefinition>();
 
 /** Each .proto file is parsed once per process, whoever asks for it first. */
-function definitionOf(file: string): protoLoader.PackageDefinition {
+export function definitionOf(file: string): protoLoader.PackageDefinition {
   let definition = definitions.get(file);
   if (definition === undefined) {
     definition = protoLoader.loadSync(file, LOADER_OPTIONS);
@@ -38,29 +39,6 @@ export function vllmEngineMessage<T extends object>(name: string): protoLoader.M
   const type = definitionOf(VLLM_ENGINE_PROTO)[`vllm.grpc.engine.${name}`];
   if (type === undefined || !('serialize' in type)) throw new Error(`message vllm.grpc.engine.${name} not found in ${VLLM_ENGINE_PROTO}`);
   return type as protoLoader.MessageTypeDefinition<object, T>;
-}
-
-function loadService(file: string, fullName: string): grpc.ServiceClientConstructor {
-  const definition = definitionOf(file);
-  let node: unknown = grpc.loadPackageDefinition(definition);
-  for (const part of fullName.split('.')) node = (node as Record<string, unknown>)[part];
-  if (typeof node !== 'function') throw new Error(`service ${fullName} not found in ${file}`);
-  return node as grpc.ServiceClientConstructor;
-}
-
-let engineCtor: grpc.ServiceClientConstructor | undefined;
-let healthCtor: grpc.ServiceClientConstructor | undefined;
-
-/** Client constructor (and `.service` definition) of vllm.grpc.engine.VllmEngine. */
-export function vllmEngineService(): grpc.ServiceClientConstructor {
-  engineCtor ??= loadService(VLLM_ENGINE_PROTO, VLLM_ENGINE_SERVICE);
-  return engineCtor;
-}
-
-/** Client constructor (and `.service` definition) of grpc.health.v1.Health. */
-export function healthService(): grpc.ServiceClientConstructor {
-  healthCtor ??= loadService('grpc/health/v1/health.proto', HEALTH_SERVICE);
-  return healthCtor;
 }
 
 export interface SamplingParamsMessage {

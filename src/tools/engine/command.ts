@@ -8,7 +8,6 @@ import { ConfigError } from '../../platform/config/config-error.js';
 import { describeOption } from '../../platform/config/option-spec.js';
 import type { CommandIo } from '../../platform/command-io.js';
 import { applyUsageExit, processIo, USAGE_EXIT_CODE, waitForSignal } from '../../platform/command-io.js';
-import { startSimulatedEngine } from './index.js';
 import { ENGINE_OPTIONS, engineOptionsFromCli, type EngineCliValues, type EngineOptions } from './options.js';
 
 export function registerEngineCommand(program: Command, io: CommandIo = processIo): Command {
@@ -31,6 +30,8 @@ export function registerEngineCommand(program: Command, io: CommandIo = processI
     }
     let engine;
     try {
+      // Loaded only by the command that runs it (the CLI's commands share one process image).
+      const { startSimulatedEngine } = await import('./index.js');
       engine = await startSimulatedEngine(options);
     } catch (error) {
       io.stderr.write(`error: cannot start the simulated engine: ${error instanceof Error ? error.message : String(error)}\n`);

@@ -9,7 +9,8 @@ import { GrpcStatus } from '../../protocol/grpc/status.js';
 import type { EngineOptions } from './options.js';
 import { effectiveMaxModelLen } from './options.js';
 import type { GenerateRequestMessage, GenerateResponseMessage, GetLoadsResponseMessage } from '../../protocol/engine/engine-proto.js';
-import { healthService, vllmEngineService, VLLM_ENGINE_SERVICE } from '../../protocol/engine/engine-proto.js';
+import { VLLM_ENGINE_SERVICE } from '../../protocol/engine/engine-proto.js';
+import { healthService, vllmEngineService } from '../../protocol/engine/engine-services.js';
 import { DP_RANK_METADATA, InvalidRequestError } from './request.js';
 import type { EngineCore, GenerateCall, GenerateSink } from './engine-core.js';
 

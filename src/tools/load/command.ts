@@ -13,8 +13,6 @@ import type { CommandIo } from '../../platform/command-io.js';
 import { applyUsageExit, onFirstSignal, processIo, USAGE_EXIT_CODE } from '../../platform/command-io.js';
 import { LOAD_OPTIONS, loadSettingsFromCli, type LoadCliValues, type LoadCommandSettings } from './options.js';
 import { formatProgress, formatSummary } from './report.js';
-import { runLoad } from './run.js';
-import { LoadSetupError } from './transport.js';
 
 export interface LoadCommandIo extends CommandIo {
   /** Where progress goes; stderr by default so that --json output stays clean. */
@@ -72,6 +70,8 @@ first chunk with content, HTTP 529 counts as rejected, other statuses as errors 
     const abort = new AbortController();
     const dispose = onFirstSignal(io, () => abort.abort());
     let summary;
+    // Loaded only by the command that runs it (the CLI's commands share one process image).
+    const [{ runLoad }, { LoadSetupError }] = await Promise.all([import('./run.js'), import('./transport.js')]);
     try {
       summary = await runLoad({ ...options, progressIntervalMs: tty ? 250 : 1000 }, { onProgress, signal: abort.signal });
     } catch (error) {

@@ -7,7 +7,7 @@
 import * as grpc from '@grpc/grpc-js';
 import type { Random } from '../../platform/prng.js';
 import type { GenerateRequestMessage } from '../../protocol/engine/engine-proto.js';
-import { vllmEngineService } from '../../protocol/engine/engine-proto.js';
+import { vllmEngineService } from '../../protocol/engine/engine-services.js';
 import { startAttempt, type RunningAttempt } from './attempt.js';
 import type { IntRange, LoadOptions } from './options.js';
 import type { LoadRecorder } from './stats.js';

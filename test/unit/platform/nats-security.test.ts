@@ -39,7 +39,7 @@ describe('NATS security settings', () => {
     expect(parseFrontendConfig({ workers: ['127.0.0.1:1'] }, env).natsSecurity).toBe(NO_NATS_SECURITY);
   });
 
-  it('take a token from NATS_AUTH_TOKEN that no JSON, inspect or describe output shows', () => {
+  it('take a token from NATS_AUTH_TOKEN that no JSON, inspect or describe output shows', async () => {
     const config = parseSidecarConfig({}, { ...NATS, NATS_AUTH_TOKEN: TOKEN });
     const security = config.load.natsSecurity;
     expect(security.auth?.kind).toBe('token');
@@ -47,22 +47,22 @@ describe('NATS security settings', () => {
     expect(inspect(config, { depth: 10 })).not.toContain(TOKEN);
     expect(JSON.stringify(describeNatsSecurity(security))).not.toContain(TOKEN);
     expect(describeNatsSecurity(security)).toEqual({ nats_auth: 'token' });
-    const auth = natsConnectionSecurity(security).authenticator as (nonce?: string) => unknown;
+    const auth = (await natsConnectionSecurity(security)).authenticator as (nonce?: string) => unknown;
     expect(auth()).toEqual({ auth_token: TOKEN });
   });
 
-  it('take a user and password from NATS_AUTH_USERNAME and NATS_AUTH_PASSWORD (the frontend too)', () => {
+  it('take a user and password from NATS_AUTH_USERNAME and NATS_AUTH_PASSWORD (the frontend too)', async () => {
     const security = parseFrontendConfig({}, { ...NATS, NATS_AUTH_USERNAME: 'svc', NATS_AUTH_PASSWORD: 'pw with spaces ' }).natsSecurity;
     expect(security.auth).toMatchObject({ kind: 'user', user: 'svc' });
-    const auth = natsConnectionSecurity(security).authenticator as (nonce?: string) => unknown;
+    const auth = (await natsConnectionSecurity(security)).authenticator as (nonce?: string) => unknown;
     expect(auth()).toEqual({ user: 'svc', pass: 'pw with spaces ' });
   });
 
-  it('read the credentials file at every connection, so a rotated file is used from the next one', () => {
+  it('read the credentials file at every connection, so a rotated file is used from the next one', async () => {
     const first = credsFile('user.creds', 'jwt.one.x');
     const security = parseSidecarConfig({ natsCreds: first.path }, NATS).load.natsSecurity;
     expect(security.auth).toEqual({ kind: 'creds', file: first.path });
-    const auth = natsConnectionSecurity(security).authenticator as (nonce?: string) => { jwt: string; nkey: string; sig: string };
+    const auth = (await natsConnectionSecurity(security)).authenticator as (nonce?: string) => { jwt: string; nkey: string; sig: string };
     expect(auth('nonce-1')).toMatchObject({ jwt: 'jwt.one.x', nkey: first.publicKey });
     const second = credsFile('user.creds', 'jwt.two.x');
     const signed = auth('nonce-2');
@@ -70,14 +70,14 @@ describe('NATS security settings', () => {
     expect(nkeys.fromPublic(second.publicKey).verify(new TextEncoder().encode('nonce-2'), Buffer.from(signed.sig, 'base64url'))).toBe(true);
   });
 
-  it('hand nats.js the TLS files, which makes TLS required', () => {
+  it('hand nats.js the TLS files, which makes TLS required', async () => {
     const security = parseSidecarConfig(
       { natsTlsCa: pki.ca.certFile, natsTlsCert: pki.client.certFile, natsTlsKey: pki.client.keyFile },
       { NATS_SERVER: 'tls://127.0.0.1:4222' },
     ).load.natsSecurity;
-    expect(natsConnectionSecurity(security)).toEqual({ tls: { caFile: pki.ca.certFile, certFile: pki.client.certFile, keyFile: pki.client.keyFile } });
+    expect(await natsConnectionSecurity(security)).toEqual({ tls: { caFile: pki.ca.certFile, certFile: pki.client.certFile, keyFile: pki.client.keyFile } });
     expect(describeNatsSecurity(security)).toEqual({ nats_tls: 'on, client certificate' });
-    expect(natsConnectionSecurity(parseSidecarConfig({}, { ...NATS, DYN_NATS_TLS_CA: pki.ca.certFile }).load.natsSecurity)).toEqual({
+    expect(await natsConnectionSecurity(parseSidecarConfig({}, { ...NATS, DYN_NATS_TLS_CA: pki.ca.certFile }).load.natsSecurity)).toEqual({
       tls: { caFile: pki.ca.certFile },
     });
   });

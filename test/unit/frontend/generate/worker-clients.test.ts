@@ -1,7 +1,8 @@
 // GrpcWorkerClients against a real grpc-js VllmEngine server: dp-rank header, one client per address, deadlines, close.
 import * as grpc from '@grpc/grpc-js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { vllmEngineService, type GenerateRequestMessage } from '../../../../src/protocol/engine/engine-proto.js';
+import type { GenerateRequestMessage } from '../../../../src/protocol/engine/engine-proto.js';
+import { vllmEngineService } from '../../../../src/protocol/engine/engine-services.js';
 import { GrpcWorkerClients, type CallStatus, type GenerateCall } from '../../../../src/frontend/generate/worker-clients.js';
 import { GrpcStatus } from '../../../../src/protocol/grpc/status.js';
 import { target } from '../../../support/frontend-fakes.js';
