@@ -1,32 +1,54 @@
 /**
- * Benchmark entry point (`npm run bench`, or `node --import tsx bench/run.ts`).
+ * Benchmark entry point: the sidecar against HAProxy (the goals' reference), direct (no proxy)
+ * and nginx, each scenario in rounds with the target order rotated every round.
  *
- *   --quick             smoke configuration: 1 round, ~1 s per measurement, small memory steps
- *   --scenario NAME     unary | streaming | overload | memory | gate (repeatable or comma list; default all)
- *   --rounds K          interleaved rounds per scenario (default 3, quick 1)
- *   --out FILE.json     where to write the JSON results (default: bench-results-<time>.json in the temp dir)
- *   --profile / --no-profile   sidecar CPU profiles for scenarios 1 and 2 (default on, off with --quick)
- *   --no-pin            do not pin processes with taskset
+ *   npm run bench                      installs haproxy/nginx/h2load if missing, builds dist/, fetches
+ *                                      Node 24 (.ci/node24.sh), then the default run: unary, streaming,
+ *                                      overload, memory, 5 rounds, sidecar on this Node and on Node 24,
+ *                                      CPU profiles; about 15 minutes on 2 cores
+ *   node --import tsx bench/run.ts [options]     the same without the set-up (dist/ must be built)
  *
- * Every process (upstream, sidecar, HAProxy, nginx, load clients) is started here on
- * 127.0.0.1 with OS-picked ports and stopped before exit.
+ *   --quick                 smoke configuration: 1 round, short windows, memory steps 100/1,000, no profiles
+ *   --rounds K              rounds per scenario (default 5, --quick 1)
+ *   --scenario LIST         unary,streaming,overload,memory (default) and gate (on request); repeatable
+ *   --targets LIST          direct,sidecar,haproxy,nginx (default: all installed); sidecar = every sidecar row
+ *   --sidecar-node PATH     another sidecar row on that Node binary, labelled sidecar@nodeX.Y.Z (repeatable);
+ *                           without any, Node 24 is fetched and added (so Node 20 and 24 run side by side)
+ *   --no-node24             no automatic Node 24 row
+ *   --baseline REV          A/B: also run the sidecar built from git revision REV (row baseline@REV, this
+ *                           Node), and print per-round paired ratios sidecar / baseline for every goal figure;
+ *                           e.g. --baseline main --scenario unary,streaming --no-node24 --no-profile
+ *   --out FILE.json         where to write the JSON results (default: a temp dir, printed at the end)
+ *   --profile/--no-profile  sidecar CPU profiles over the measured windows of unary and streaming (default on)
+ *   --no-pin                do not pin processes with taskset
+ *   --time-limit-min M      hard stop after M minutes (default 45): everything started is stopped
+ *
+ * Prints per scenario a table of median [min..max] over rounds, the warm-up series per target,
+ * the paired per-round figures (sidecar / HAProxy of the same round, added latency vs direct of
+ * the same round), the method; then the goals (one line per goal per sidecar Node, MET/MISS),
+ * the A/B section with --baseline, the CPU profiles, and a Markdown table for the README.
+ * Every process (upstream, proxies, load clients) runs on 127.0.0.1 with OS-picked ports and is
+ * stopped before exit.
  */
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
-import { parseArgs } from 'node:util';
+import { join } from 'node:path';
 import { planCpus } from './lib/affinity.js';
 import { has, machineInfo } from './lib/machine.js';
+import { parseOptions } from './lib/options.js';
 import { stopAll } from './lib/spawn.js';
+import { renderAb } from './report/ab.js';
 import { evaluateGoals, renderGoals } from './report/goals.js';
+import { renderReadmeTable } from './report/readme-table.js';
 import { renderScenario } from './report/table.js';
 import { runGate } from './scenarios/gate.js';
 import { runMemory } from './scenarios/memory.js';
 import { runOverload } from './scenarios/overload.js';
 import { runProfiles, renderProfiles, type ProfileSummary } from './scenarios/profile.js';
 import { runStreaming } from './scenarios/streaming.js';
-import type { BenchContext, BenchOptions, ScenarioResult } from './scenarios/types.js';
+import { newResult, type BenchContext, type ScenarioResult } from './scenarios/types.js';
 import { runUnary } from './scenarios/unary.js';
+import { buildRoster } from './targets/roster.js';
 
 const SCENARIOS: Record<string, (ctx: BenchContext) => Promise<ScenarioResult>> = {
   unary: runUnary,
@@ -36,95 +58,79 @@ const SCENARIOS: Record<string, (ctx: BenchContext) => Promise<ScenarioResult>> 
   gate: runGate,
 };
 
-function parseOptions(argv: string[]): BenchOptions {
-  const { values } = parseArgs({
-    args: argv,
-    options: {
-      quick: { type: 'boolean', default: false },
-      scenario: { type: 'string', multiple: true },
-      rounds: { type: 'string' },
-      out: { type: 'string' },
-      profile: { type: 'boolean' },
-      'no-profile': { type: 'boolean' },
-      'no-pin': { type: 'boolean', default: false },
-    },
-  });
-  const scenarios = (values.scenario ?? Object.keys(SCENARIOS)).flatMap((s) => s.split(',')).filter(Boolean);
-  for (const s of scenarios) if (!SCENARIOS[s]) throw new Error(`unknown scenario "${s}" (known: ${Object.keys(SCENARIOS).join(', ')})`);
-  const rounds = values.rounds === undefined ? (values.quick ? 1 : 3) : Number(values.rounds);
-  if (!Number.isInteger(rounds) || rounds < 1 || rounds > 50) throw new Error(`--rounds must be an integer 1..50, got ${values.rounds}`);
-  const quick = values.quick ?? false;
-  return {
-    quick,
-    rounds,
-    scenarios,
-    out: values.out === undefined ? undefined : resolve(values.out),
-    profile: values['no-profile'] ? false : (values.profile ?? !quick),
-    pin: !values['no-pin'],
-  };
-}
+const log = (m: string): void => void process.stderr.write(`${m}\n`);
 
 async function main(): Promise<number> {
-  const options = parseOptions(process.argv.slice(2));
+  const options = parseOptions(process.argv.slice(2), Object.keys(SCENARIOS));
+  armHardStop(options.timeLimitMin);
   for (const tool of ['h2load', 'taskset']) if (!has(tool)) throw new Error(`${tool} not found: run \`bash .ci/setup.sh --bench\` (npm run bench does)`);
+  const roster = buildRoster(options, log);
   const dir = mkdtempSync(join(tmpdir(), 'dynamo-sidecar-bench-'));
   const plan = planCpus(options.pin);
-  const ctx: BenchContext = {
-    options,
-    plan,
-    dir,
-    haveHaproxy: has('haproxy'),
-    haveNginx: has('nginx'),
-    log: (m) => process.stderr.write(`${m}\n`),
-  };
+  const ctx: BenchContext = { options, plan, dir, roster, log };
   const machine = machineInfo(plan);
-  ctx.log(`bench: ${machine.cores} cores (${machine.cpuModel}), node ${machine.node}, ${plan.description}; temp dir ${dir}`);
-  if (!ctx.haveHaproxy) ctx.log('bench: haproxy not installed, its rows are skipped');
-  if (!ctx.haveNginx) ctx.log('bench: nginx not installed, its rows are skipped');
+  log(`bench: ${machine.cores} cores (${machine.cpuModel}), node ${machine.node}, ${plan.description}; temp dir ${dir}`);
+  log(`bench: sidecar rows: ${roster.sidecars.map((s) => `${s.label} (${s.nodeVersion})`).join(', ') || 'none'}`);
 
   const started = Date.now();
   const results: ScenarioResult[] = [];
   for (const id of options.scenarios) {
-    ctx.log(`bench: scenario ${id} ...`);
+    log(`bench: scenario ${id} ...`);
     const t0 = Date.now();
+    let result: ScenarioResult;
     try {
-      results.push(await SCENARIOS[id]!(ctx));
+      result = await SCENARIOS[id]!(ctx);
     } catch (err) {
-      ctx.log(`bench: scenario ${id} failed: ${(err instanceof Error ? err.stack : undefined) ?? String(err)}`);
-      results.push({ id, title: id, method: [], metrics: [], rows: [], ratios: [], errors: [(err as Error).message] });
+      log(`bench: scenario ${id} failed: ${(err instanceof Error ? err.stack : undefined) ?? String(err)}`);
+      result = newResult(id, id, [], []);
+      result.errors.push((err as Error).message);
     }
-    ctx.log(`bench: scenario ${id} took ${((Date.now() - t0) / 1000).toFixed(1)} s`);
+    result.durationS = (Date.now() - t0) / 1000;
+    results.push(result);
+    log(`bench: scenario ${id} took ${result.durationS.toFixed(1)} s`);
   }
   let profiles: ProfileSummary[] = [];
+  let profileS = 0;
   if (options.profile && options.scenarios.some((s) => s === 'unary' || s === 'streaming')) {
-    ctx.log('bench: sidecar CPU profiles ...');
+    const t0 = Date.now();
     profiles = await runProfiles(ctx).catch((err: Error) => {
-      ctx.log(`bench: profiling failed: ${err.message}`);
+      log(`bench: profiling failed: ${err.message}`);
       return [];
     });
+    profileS = (Date.now() - t0) / 1000;
   }
-  const goals = evaluateGoals(results);
+  const goals = evaluateGoals(results, roster);
+  const durationS = (Date.now() - started) / 1000;
+  const versions = roster.sidecars.map((s) => `${s.label} on Node ${s.nodeVersion}`).join(', ');
 
+  const ab = renderAb(results, roster);
   const output = [
-    `dynamo-sidecar benchmark: ${machine.cores} cores, ${machine.cpuModel}, node ${machine.node}, haproxy ${machine.versions['haproxy']}, nginx ${machine.versions['nginx']}, h2load ${machine.versions['h2load']}`,
+    `dynamo-sidecar benchmark: ${machine.cores} cores, ${machine.cpuModel}, harness node ${machine.node}, haproxy ${machine.versions['haproxy']}, nginx ${machine.versions['nginx']}, h2load ${machine.versions['h2load']}, commit ${machine.gitCommit}`,
+    `sidecar rows: ${versions || 'none'}`,
     `load average at start ${machine.loadAverageAtStart.join(' ')}, at end ${loadavg()
       .map((l) => l.toFixed(2))
-      .join(' ')} (other work on the machine skews absolute figures; interleaving keeps ratios fair)`,
-    `CPU placement: ${plan.description}; rounds per scenario: ${options.rounds} (targets interleaved A B C D per round)${options.quick ? '; QUICK smoke configuration' : ''}`,
+      .join(' ')} (other work on the machine moves absolute figures; paired per-round ratios cancel most of it)`,
+    `CPU placement: ${plan.description}; ${options.rounds} rounds per scenario, target order rotated each round${options.quick ? '; QUICK smoke configuration' : ''}`,
+    `took ${(durationS / 60).toFixed(1)} min: ${results.map((r) => `${r.id} ${r.durationS.toFixed(0)} s`).join(', ')}${profiles.length ? `, profiles ${profileS.toFixed(0)} s` : ''}`,
     '',
     ...results.map((r) => `${renderScenario(r)}\n`),
     renderGoals(goals),
+    ...(ab ? ['', ab] : []),
     ...(profiles.length ? ['', renderProfiles(profiles)] : []),
+    '',
+    '== README table (median paired ratio against HAProxy of the same round, or median figure, over rounds)',
+    renderReadmeTable(goals),
   ].join('\n');
   process.stdout.write(`${output}\n`);
 
   const out = options.out ?? join(dir, `bench-results-${new Date().toISOString().replace(/[:.]/g, '-')}.json`);
   const json = {
-    schema: 'dynamo-sidecar-bench/1',
+    schema: 'dynamo-sidecar-bench/2',
     startedAt: new Date(started).toISOString(),
-    durationS: (Date.now() - started) / 1000,
+    durationS,
     machine: { ...machine, loadAverageAtEnd: loadavg().map((l) => Math.round(l * 100) / 100) },
     options: { ...options, out: undefined },
+    sidecars: roster.sidecars.map((s) => ({ label: s.label, role: s.role, nodeVersion: s.nodeVersion })),
     scenarios: results,
     goals,
     profiles,
@@ -133,14 +139,17 @@ async function main(): Promise<number> {
   process.stdout.write(`\nJSON results: ${out}\n`);
   // Keep the temp dir only when the JSON went into it (profiles and configs sit beside it).
   if (options.out) rmSync(dir, { recursive: true, force: true });
-  return results.some((r) => r.rows.length === 0) ? 1 : 0;
+  return results.some((r) => r.rows.length === 0 || r.rows.every((row) => !row.rounds.some(Boolean))) ? 1 : 0;
 }
 
-const hardStop = setTimeout(() => {
-  process.stderr.write('bench: hard time limit reached (30 min), stopping everything\n');
-  void stopAll().then(() => process.exit(4));
-}, 30 * 60_000);
-hardStop.unref();
+function armHardStop(minutes: number): void {
+  const timer = setTimeout(() => {
+    log(`bench: hard time limit reached (${minutes} min), stopping everything`);
+    void stopAll().then(() => process.exit(4));
+  }, minutes * 60_000);
+  timer.unref();
+}
+
 for (const signal of ['SIGINT', 'SIGTERM'] as const) process.once(signal, () => void stopAll().then(() => process.exit(130)));
 
 main()
@@ -149,7 +158,7 @@ main()
     process.exit(code);
   })
   .catch(async (err: Error) => {
-    process.stderr.write(`bench: ${err.stack ?? err.message}\n`);
+    log(`bench: ${err.stack ?? err.message}`);
     await stopAll();
     process.exit(1);
   });

@@ -2,9 +2,9 @@
  * h2load driving gRPC unary calls: a pre-framed request body file (5-byte gRPC prefix +
  * message), content-type application/grpc and te: trailers. h2load only judges :status, so
  * gRPC status is counted from the proxy's metrics where it has them. Latency percentiles come
- * from h2load's per-request log file (--log-file: start us, status, elapsed us).
+ * from h2load's per-request log file (--log-file: start us since the epoch, status, elapsed us).
  */
-import { readFileSync, writeFileSync } from 'node:fs';
+import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { frameMessage } from '../../src/protocol/grpc/framing.js';
 import { runToEnd } from './spawn.js';
@@ -14,7 +14,7 @@ export interface H2loadRun {
   readonly port: number;
   readonly path: string;
   readonly bodyFile: string;
-  readonly durationS: number;
+  readonly durationMs: number;
   readonly clients: number;
   readonly streamsPerClient: number;
   readonly cpus: string | undefined;
@@ -33,6 +33,9 @@ export interface H2loadResult {
   /** Responses with a :status other than 2xx. */
   readonly non2xx: number;
   readonly latencyUs: Distribution;
+  /** First request start and last response end, wall-clock us since the epoch (from the log). */
+  readonly firstStartEpochUs: number;
+  readonly lastEndEpochUs: number;
 }
 
 /** Writes a gRPC-framed message of `bytes` bytes for h2load -d. */
@@ -48,7 +51,7 @@ export async function h2load(run: H2loadRun): Promise<H2loadResult> {
   const logFile = join(run.dir, `h2load-${process.pid}-${runs++}.log`);
   const args = [
     '-D',
-    String(run.durationS),
+    `${Math.round(run.durationMs)}ms`,
     '-c',
     String(run.clients),
     '-m',
@@ -65,14 +68,23 @@ export async function h2load(run: H2loadRun): Promise<H2loadResult> {
     `--log-file=${logFile}`,
     `http://127.0.0.1:${run.port}${run.path}`,
   ];
-  const { code, stdout, stderr } = await runToEnd('h2load', 'h2load', args, { cpus: run.cpus, timeoutMs: (run.durationS + 30) * 1000 });
+  const { code, stdout, stderr } = await runToEnd('h2load', 'h2load', args, { cpus: run.cpus, timeoutMs: run.durationMs + 30_000 });
   if (code !== 0) throw new Error(`h2load exited ${code}: ${stderr.slice(-500)} ${stdout.slice(-500)}`);
   const num = (re: RegExp): number => Number(re.exec(stdout)?.[1] ?? NaN);
   const elapsed: number[] = [];
+  let firstStartEpochUs = Infinity;
+  let lastEndEpochUs = -Infinity;
+  // Columns: start (us since the epoch), :status, elapsed us.
   for (const line of readFileSync(logFile, 'utf8').split('\n')) {
     const cols = line.split('\t');
-    if (cols.length >= 3) elapsed.push(Number(cols[2]));
+    if (cols.length < 3) continue;
+    const start = Number(cols[0]);
+    const us = Number(cols[2]);
+    elapsed.push(us);
+    if (start < firstStartEpochUs) firstStartEpochUs = start;
+    if (start + us > lastEndEpochUs) lastEndEpochUs = start + us;
   }
+  rmSync(logFile, { force: true });
   return {
     requestsPerSec: num(/finished in [\d.]+\w+, ([\d.]+) req\/s/),
     done: num(/requests: \d+ total, \d+ started, (\d+) done/),
@@ -83,5 +95,7 @@ export async function h2load(run: H2loadRun): Promise<H2loadResult> {
     status5xx: num(/(\d+) 5xx/),
     non2xx: num(/(\d+) 3xx/) + num(/(\d+) 4xx/) + num(/(\d+) 5xx/),
     latencyUs: distribution(elapsed),
+    firstStartEpochUs,
+    lastEndEpochUs,
   };
 }

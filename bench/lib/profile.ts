@@ -1,7 +1,10 @@
 /**
  * Summarises a V8 .cpuprofile (node --cpu-prof): self time per function and per area
  * (sidecar code, node:http2 internals, streams, GC, idle), so a missed goal can point at
- * measured hot spots rather than guesses.
+ * measured hot spots rather than guesses. With a window, only the samples taken inside it
+ * count: a profile's startTime and timeDeltas are microseconds of CLOCK_MONOTONIC on Linux
+ * (V8's TimeTicks; checked against process.hrtime of another process, and again on every run
+ * by bench/scenarios/profile.ts), the clock the load clients report their window edges in.
  */
 import { readFileSync } from 'node:fs';
 import { REPO_ROOT } from './paths.js';
@@ -13,7 +16,7 @@ interface CpuProfileNode {
   children?: number[];
 }
 
-interface CpuProfile {
+export interface CpuProfile {
   nodes: CpuProfileNode[];
   samples: number[];
   timeDeltas: number[];
@@ -31,7 +34,19 @@ export interface HotFunction {
   readonly topCaller: string;
 }
 
+/** CLOCK_MONOTONIC microseconds, inclusive start, exclusive end. */
+export interface ProfileWindow {
+  readonly fromUs: number;
+  readonly toUs: number;
+}
+
 export interface ProfileDigest {
+  /** The profile's own span (CLOCK_MONOTONIC us). */
+  readonly profileStartUs: number;
+  readonly profileEndUs: number;
+  /** Length of the window digested (the whole profile without one), ms. */
+  readonly windowMs: number;
+  readonly samples: number;
   readonly totalMs: number;
   readonly busyMs: number;
   readonly top: HotFunction[];
@@ -59,13 +74,24 @@ function areaOf(name: string, url: string): string {
   return 'other node internals';
 }
 
-export function digestProfile(file: string, top = 15): ProfileDigest {
-  const profile = JSON.parse(readFileSync(file, 'utf8')) as CpuProfile;
+export function readProfile(file: string): CpuProfile {
+  return JSON.parse(readFileSync(file, 'utf8')) as CpuProfile;
+}
+
+export function digestProfile(profile: CpuProfile, window?: ProfileWindow, top = 15): ProfileDigest {
   const byId = new Map(profile.nodes.map((n) => [n.id, n]));
   const selfUs = new Map<number, number>();
+  const from = window?.fromUs ?? -Infinity;
+  const to = window?.toUs ?? Infinity;
+  let at = profile.startTime;
+  let samples = 0;
   for (let i = 0; i < profile.samples.length; i++) {
     const id = profile.samples[i]!;
-    // timeDeltas[i] is the time before sample i; attribute the following interval to sample i.
+    // timeDeltas[i] is the time from the previous sample to sample i; sample i is taken at `at`
+    // and stands for the interval up to the next sample.
+    at += profile.timeDeltas[i] ?? 0;
+    if (at < from || at >= to) continue;
+    samples++;
     const dt = profile.timeDeltas[i + 1] ?? 0;
     selfUs.set(id, (selfUs.get(id) ?? 0) + Math.max(0, dt));
   }
@@ -97,6 +123,10 @@ export function digestProfile(file: string, top = 15): ProfileDigest {
   const busy = total - idle;
   const pct = (us: number): number => (busy > 0 ? (100 * us) / busy : NaN);
   return {
+    profileStartUs: profile.startTime,
+    profileEndUs: profile.endTime,
+    windowMs: window ? (window.toUs - window.fromUs) / 1000 : (profile.endTime - profile.startTime) / 1000,
+    samples,
     totalMs: total / 1000,
     busyMs: busy / 1000,
     top: [...fn.values()]

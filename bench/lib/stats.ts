@@ -38,13 +38,19 @@ export function median(values: readonly number[]): number {
   return finite.length % 2 ? finite[mid]! : (finite[mid - 1]! + finite[mid]!) / 2;
 }
 
-/** Per-key median over rounds of flat numeric records. */
-export function medianRecord<K extends string>(rounds: readonly Partial<Record<K, number>>[]): Record<K, number> {
-  const keys = new Set<K>();
-  for (const r of rounds) for (const k of Object.keys(r) as K[]) keys.add(k);
-  const out = {} as Record<K, number>;
-  for (const k of keys) out[k] = median(rounds.map((r) => r[k] ?? NaN));
-  return out;
+/** A figure over rounds: the median and the extremes, so every table shows how much it moved. */
+export interface Spread {
+  readonly median: number;
+  readonly min: number;
+  readonly max: number;
+  /** Rounds with a finite value. */
+  readonly n: number;
+}
+
+export function spread(values: readonly (number | null | undefined)[]): Spread {
+  const finite = values.filter((v): v is number => typeof v === 'number' && Number.isFinite(v));
+  if (finite.length === 0) return { median: NaN, min: NaN, max: NaN, n: 0 };
+  return { median: median(finite), min: Math.min(...finite), max: Math.max(...finite), n: finite.length };
 }
 
 /**

@@ -1,10 +1,23 @@
-/** Plain-text tables of medians and ratios, with each scenario's method printed beneath. */
-import type { ScenarioResult } from '../scenarios/types.js';
+/**
+ * Plain-text tables. Every figure over rounds prints as `median [min..max]`, so how much it moved
+ * between rounds is always in sight; wide tables are split so each fits a terminal.
+ */
+import type { Spread } from '../lib/stats.js';
+import type { ScenarioResult, Warmup } from '../scenarios/types.js';
 
-export function formatNumber(value: number | undefined, digits = 0): string {
-  if (value === undefined || !Number.isFinite(value)) return '-';
+const MAX_WIDTH = 160;
+
+export function formatNumber(value: number | undefined | null, digits = 0): string {
+  if (value === undefined || value === null || !Number.isFinite(value)) return '-';
   if (Math.abs(value) >= 1e6 && digits === 0) return `${(value / 1e6).toFixed(2)}M`;
   return value.toLocaleString('en-US', { minimumFractionDigits: digits, maximumFractionDigits: digits });
+}
+
+/** `median [min..max]`, or just the value when there was one round. */
+export function formatSpread(s: Spread | undefined, digits = 0): string {
+  if (!s || s.n === 0) return '-';
+  if (s.n === 1 || s.min === s.max) return formatNumber(s.median, digits);
+  return `${formatNumber(s.median, digits)} [${formatNumber(s.min, digits)}..${formatNumber(s.max, digits)}]`;
 }
 
 export function renderTable(header: readonly string[], body: readonly (readonly string[])[]): string {
@@ -13,14 +26,67 @@ export function renderTable(header: readonly string[], body: readonly (readonly 
   return [line(header), widths.map((w) => '-'.repeat(w)).join('  '), ...body.map(line)].join('\n');
 }
 
-export function renderScenario(result: ScenarioResult): string {
-  const header = ['target', ...result.metrics.map((m) => m.label)];
-  const body = result.rows.map((row) => [`${row.target} (n=${row.rounds.length})`, ...result.metrics.map((m) => formatNumber(row.median[m.key], m.digits))]);
-  const parts = [`== ${result.title} (medians over rounds)`, renderTable(header, body)];
-  if (result.ratios.length) {
-    const labelOf = (key: string): string => result.metrics.find((m) => m.key === key)?.label ?? key;
-    parts.push(`ratios: ${result.ratios.map((r) => `${r.label} ${labelOf(r.metric)} ${formatNumber(r.value, 2)}`).join('; ')}`);
+/** One table, split by columns (the first column repeated) so none is wider than MAX_WIDTH. */
+function renderSplit(header: readonly string[], body: readonly (readonly string[])[]): string {
+  const width = (i: number): number => Math.max(header[i]!.length, ...body.map((r) => (r[i] ?? '').length)) + 2;
+  const parts: string[] = [];
+  let cols: number[] = [];
+  let used = width(0);
+  for (let i = 1; i < header.length; i++) {
+    if (cols.length && used + width(i) > MAX_WIDTH) {
+      parts.push(
+        renderTable(
+          [header[0]!, ...cols.map((c) => header[c]!)],
+          body.map((r) => [r[0]!, ...cols.map((c) => r[c] ?? '')]),
+        ),
+      );
+      cols = [];
+      used = width(0);
+    }
+    cols.push(i);
+    used += width(i);
   }
+  if (cols.length)
+    parts.push(
+      renderTable(
+        [header[0]!, ...cols.map((c) => header[c]!)],
+        body.map((r) => [r[0]!, ...cols.map((c) => r[c] ?? '')]),
+      ),
+    );
+  return parts.join('\n\n');
+}
+
+function renderWarmup(w: Warmup): string {
+  if (w.settled === null) return `  warm-up ${w.target}: ${w.slices.length} slices of load (no proxy CPU to judge)`;
+  const series = w.slices.map((v) => formatNumber(v, v < 10 ? 2 : 1)).join(' ');
+  return `  warm-up ${w.target}: ${series} ${w.unit} -> ${w.settled ? 'settled' : 'NOT settled (cap reached)'}`;
+}
+
+function renderPaired(result: ScenarioResult, rounds: number): string[] {
+  if (!result.paired.length) return [];
+  const header = ['pair', 'figure', ...Array.from({ length: rounds }, (_, i) => `r${i + 1}`), 'median [min..max]'];
+  const body = result.paired.map((p) => [
+    `${p.numerator} ${p.op === 'ratio' ? '/' : '-'} ${p.denominator}`,
+    p.label,
+    ...Array.from({ length: rounds }, (_, i) => formatNumber(p.perRound[i], p.digits)),
+    formatSpread(p.summary, p.digits),
+  ]);
+  return [`paired per round (a / b or a - b of the same round), then median [min..max] over rounds:`, renderSplit(header, body)];
+}
+
+export function renderScenario(result: ScenarioResult): string {
+  const rounds = Math.max(0, ...result.rows.map((r) => r.rounds.length));
+  const header = ['target', ...result.metrics.map((m) => m.label)];
+  const body = result.rows.map((row) => [
+    `${row.target} (n=${row.rounds.filter(Boolean).length})`,
+    ...result.metrics.map((m) => formatSpread(row.summary[m.key], m.digits)),
+  ]);
+  const took = Number.isFinite(result.durationS) ? `, took ${result.durationS.toFixed(0)} s` : '';
+  const parts = [`== ${result.title} (median [min..max] over rounds${took})`, renderSplit(header, body)];
+  const orders = result.extra?.['orders'] as string[][] | undefined;
+  if (orders?.length && orders[0]!.length > 1) parts.push(`target order per round: ${orders.map((o) => o.join(' ')).join(' | ')}`);
+  parts.push(...result.warmups.map(renderWarmup));
+  parts.push(...renderPaired(result, rounds));
   parts.push(...result.method.map((m) => `  method: ${m}`));
   parts.push(...result.errors.map((e) => `  ERROR: ${e}`));
   return parts.join('\n');

@@ -1,6 +1,11 @@
-/** Scenario 5: the admission gate alone (src/sidecar/admission/gate.ts), in its own pinned process. */
+/**
+ * Scenario 5: the admission gate alone (src/sidecar/admission/gate.ts), in its own pinned process.
+ * Not part of the default run (no goal of its own any more); --scenario gate selects it.
+ */
 import { runClient } from '../lib/client.js';
-import { interleave, newResult, type BenchContext, type ScenarioResult } from './types.js';
+import { runRounds } from './rounds.js';
+import { summarizeRows } from './summary.js';
+import { newResult, type BenchContext, type ScenarioResult } from './types.js';
 
 interface LoopResult {
   label: string;
@@ -35,10 +40,15 @@ export async function runGate(ctx: BenchContext): Promise<ScenarioResult> {
     }
     return r;
   };
-  await interleave(['fast path', 'queue path'], ctx.options.rounds, result.rows, result.errors, async (name, round) => {
-    const r = await measure(round);
-    const loop = name === 'fast path' ? r.fastPath : r.queuePath;
-    return { pairsPerSec: loop.pairsPerSec, opsPerSec: loop.opsPerSec, nsPerPair: loop.nsPerPair };
+  await runRounds(result, {
+    targets: ['fast path', 'queue path'],
+    rounds: ctx.options.rounds,
+    measure: async (name, round) => {
+      const r = await measure(round);
+      const loop = name === 'fast path' ? r.fastPath : r.queuePath;
+      return { pairsPerSec: loop.pairsPerSec, opsPerSec: loop.opsPerSec, nsPerPair: loop.nsPerPair };
+    },
   });
+  summarizeRows(result.rows);
   return result;
 }

@@ -7,30 +7,34 @@
 import { startSteppedClient } from '../lib/client.js';
 import { processTree, rssBytes } from '../lib/proc.js';
 import { sleep } from '../lib/spawn.js';
-import { startTarget, type Target, type TargetSpec } from '../targets/index.js';
+import { startTarget, type Target } from '../targets/index.js';
+import { rosterSpecs } from '../targets/roster.js';
 import { startUpstream } from '../targets/upstream.js';
-import { interleave, newResult, type BenchContext, type Figures, type ScenarioResult } from './types.js';
+import { runRounds } from './rounds.js';
+import { pairScenario, summarizeRows } from './summary.js';
+import { newResult, type BenchContext, type Figures, type PairDef, type ScenarioResult } from './types.js';
 
 const MB = 1024 * 1024;
+/** The goals' steps: RSS at 1,000 held streams, bytes per stream from 1,000 to 10,000. */
+export const MEMORY_STEPS = [1000, 10_000] as const;
 
-export function memorySpecs(ctx: BenchContext): TargetSpec[] {
-  const specs: TargetSpec[] = [{ name: 'sidecar', kind: 'sidecar' }];
-  if (ctx.haveHaproxy) specs.push({ name: 'haproxy', kind: 'haproxy' });
-  if (ctx.haveNginx) specs.push({ name: 'nginx', kind: 'nginx' });
-  return specs;
-}
+export const MEMORY_AB: PairDef[] = [
+  { metric: 'rssSmallMB', op: 'ratio', label: 'RSS at the small step' },
+  { metric: 'bytesPerStream', op: 'ratio', label: 'bytes/stream' },
+];
 
 export async function runMemory(ctx: BenchContext): Promise<ScenarioResult> {
-  const steps = ctx.options.quick ? [100, 1000] : [1000, 10_000];
+  const steps = ctx.options.quick ? [100, 1000] : [...MEMORY_STEPS];
   const [small, big] = steps as [number, number];
-  const rounds = Math.min(ctx.options.rounds, 2);
+  const rounds = ctx.options.rounds;
   const result = newResult(
     'memory',
     `Scenario 4: proxy RSS with ${small.toLocaleString('en-US')} and ${big.toLocaleString('en-US')} concurrent held streams`,
     [
       'fresh proxy per round; node:http2 client, 100 streams per connection; upstream answers headers then holds until cancel',
       'RSS = VmRSS of the proxy process tree (/proc/PID/status; nginx master + worker), read 300 ms after the step is fully open',
-      `bytes/stream = (RSS@${big} - RSS@${small}) / ${big - small}; rounds: ${rounds} (memory rounds capped at 2)`,
+      `bytes/stream = (RSS@${big} - RSS@${small}) / (streams held at the big step - at the small step); ${rounds} rounds, target order rotated; no warm-up (RSS, not CPU)`,
+      'sidecar rows without admission (as HAProxy and nginx here: no limits), each on its own Node binary',
     ],
     [
       { key: 'rssIdleMB', label: 'RSS idle MB', digits: 1 },
@@ -44,13 +48,11 @@ export async function runMemory(ctx: BenchContext): Promise<ScenarioResult> {
   result.extra = { steps };
   const upstream = await startUpstream(ctx.plan.upstream);
   try {
-    const specs = memorySpecs(ctx);
-    await interleave(
-      specs.map((s) => s.name),
+    const specs = rosterSpecs(ctx.roster, { direct: false });
+    await runRounds(result, {
+      targets: specs.map((s) => s.name),
       rounds,
-      result.rows,
-      result.errors,
-      async (name) => {
+      measure: async (name) => {
         const target = await startTarget(
           specs.find((s) => s.name === name)!,
           upstream.port,
@@ -63,6 +65,22 @@ export async function runMemory(ctx: BenchContext): Promise<ScenarioResult> {
           await target.stop();
         }
       },
+    });
+    summarizeRows(result.rows);
+    pairScenario(
+      result,
+      ctx.roster,
+      [
+        {
+          numerators: 'sidecars',
+          denominator: 'haproxy',
+          defs: [
+            { metric: 'rssSmallMB', op: 'ratio', label: `RSS@${small}` },
+            { metric: 'bytesPerStream', op: 'ratio', label: 'bytes/stream' },
+          ],
+        },
+      ],
+      MEMORY_AB,
     );
     return result;
   } finally {

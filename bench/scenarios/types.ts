@@ -1,14 +1,43 @@
-/** The shape every scenario returns, and the small harness they share (interleaved rounds). */
+/** The shapes every scenario shares: options, the roster of targets, rows per round, paired figures. */
 import type { CpuPlan } from '../lib/affinity.js';
-import { medianRecord } from '../lib/stats.js';
+import type { Spread } from '../lib/stats.js';
 
 export interface BenchOptions {
   readonly quick: boolean;
   readonly rounds: number;
   readonly scenarios: readonly string[];
+  /** Target kinds to run (direct, sidecar, baseline, haproxy, nginx); sidecar covers every sidecar Node. */
+  readonly targets: readonly string[];
   readonly out: string | undefined;
   readonly profile: boolean;
   readonly pin: boolean;
+  /** Extra Node binaries for sidecar rows (--sidecar-node, repeatable). */
+  readonly sidecarNodes: readonly string[];
+  /** Fetch Node 24 and add its row when no --sidecar-node is given. */
+  readonly node24: boolean;
+  /** Git revision to build and run as the baseline@REV row (A/B of code changes). */
+  readonly baseline: string | undefined;
+  readonly timeLimitMin: number;
+}
+
+/** One way of running the sidecar: which Node binary, which build. */
+export interface SidecarVariant {
+  /** Row label: "sidecar", "sidecar@node24.11.0", "baseline@HEAD~1". */
+  readonly label: string;
+  /** sidecar rows are judged against the goals; the baseline row is the A/B reference. */
+  readonly role: 'sidecar' | 'baseline';
+  readonly node: string;
+  readonly nodeVersion: string;
+  /** The compiled CLI entry (dist/cli/main.js of this tree or of the baseline build). */
+  readonly main: string;
+}
+
+/** What runs in this invocation, after --targets, --sidecar-node, --baseline and what is installed. */
+export interface Roster {
+  readonly direct: boolean;
+  readonly haproxy: boolean;
+  readonly nginx: boolean;
+  readonly sidecars: readonly SidecarVariant[];
 }
 
 export interface BenchContext {
@@ -16,8 +45,7 @@ export interface BenchContext {
   readonly plan: CpuPlan;
   /** Temp dir for configs, pid files, logs and profiles of this run. */
   readonly dir: string;
-  readonly haveHaproxy: boolean;
-  readonly haveNginx: boolean;
+  readonly roster: Roster;
   log(message: string): void;
 }
 
@@ -31,14 +59,47 @@ export type Figures = Record<string, number>;
 
 export interface Row {
   readonly target: string;
-  readonly rounds: Figures[];
-  median: Figures;
+  /** Figures of each round, indexed by round; null when that round's measurement failed. */
+  readonly rounds: (Figures | null)[];
+  /** median [min..max] of each figure over the rounds. */
+  summary: Record<string, Spread>;
 }
 
-export interface Ratio {
-  readonly label: string;
+/** A figure of one row against the same figure of another row, round by round. */
+export interface PairDef {
   readonly metric: string;
-  readonly value: number;
+  /** ratio: a / b of the same round; diff: a - b of the same round (latency added, in us). */
+  readonly op: 'ratio' | 'diff';
+  readonly label: string;
+  readonly digits?: number;
+}
+
+export interface Paired {
+  readonly numerator: string;
+  readonly denominator: string;
+  readonly metric: string;
+  readonly op: 'ratio' | 'diff';
+  readonly label: string;
+  readonly digits: number;
+  readonly perRound: (number | null)[];
+  readonly summary: Spread;
+}
+
+/** Which rows a scenario pairs with which (the denominator is a target kind or "baseline"). */
+export interface PairSpec {
+  /** sidecars: every sidecar row; proxies: every row but direct (baseline included). */
+  readonly numerators: 'sidecars' | 'proxies';
+  readonly denominator: 'haproxy' | 'nginx' | 'direct';
+  readonly defs: readonly PairDef[];
+}
+
+export interface Warmup {
+  readonly target: string;
+  readonly unit: string;
+  /** Proxy CPU per unit in each warm-up slice. */
+  readonly slices: number[];
+  /** null: nothing to judge (direct has no proxy CPU). */
+  readonly settled: boolean | null;
 }
 
 export interface ScenarioResult {
@@ -48,53 +109,13 @@ export interface ScenarioResult {
   readonly method: readonly string[];
   readonly metrics: readonly MetricDef[];
   readonly rows: Row[];
-  ratios: Ratio[];
+  paired: Paired[];
+  readonly warmups: Warmup[];
   readonly errors: string[];
+  durationS: number;
   extra?: Record<string, unknown>;
 }
 
-/**
- * Runs `measure` for every target in every round, interleaved (A B C D A B C D ...) so drift of
- * the machine over the run hits all targets alike. A failing measurement is recorded and the
- * run goes on. Fills rows with per-round figures and their medians.
- */
-export async function interleave(
-  targets: readonly string[],
-  rounds: number,
-  rows: Row[],
-  errors: string[],
-  measure: (target: string, round: number) => Promise<Figures>,
-): Promise<void> {
-  for (const t of targets) if (!rows.some((r) => r.target === t)) rows.push({ target: t, rounds: [], median: {} });
-  for (let round = 0; round < rounds; round++) {
-    for (const target of targets) {
-      try {
-        rows.find((r) => r.target === target)!.rounds.push(await measure(target, round));
-      } catch (err) {
-        errors.push(`${target} round ${round + 1}: ${(err as Error).message.split('\n')[0]}`);
-      }
-    }
-  }
-  for (const row of rows) row.median = medianRecord(row.rounds);
-}
-
-/** sidecar-row / other-row for the given metrics (the issue's three comparisons). */
-export function sidecarRatios(rows: readonly Row[], metrics: readonly string[], sidecar = 'sidecar'): Ratio[] {
-  const out: Ratio[] = [];
-  const s = rows.find((r) => r.target === sidecar);
-  if (!s) return out;
-  for (const other of ['direct', 'haproxy', 'nginx']) {
-    const o = rows.find((r) => r.target === other);
-    if (!o) continue;
-    for (const m of metrics) {
-      const a = s.median[m];
-      const b = o.median[m];
-      out.push({ label: `${sidecar}/${other}`, metric: m, value: a !== undefined && b !== undefined && b !== 0 ? a / b : NaN });
-    }
-  }
-  return out;
-}
-
 export function newResult(id: string, title: string, method: string[], metrics: MetricDef[]): ScenarioResult {
-  return { id, title, method, metrics, rows: [], ratios: [], errors: [] };
+  return { id, title, method, metrics, rows: [], paired: [], warmups: [], errors: [], durationS: NaN };
 }

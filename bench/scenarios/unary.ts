@@ -1,68 +1,110 @@
 /**
- * Scenario 1: unary, 100 B echo against the instant upstream, closed loop with h2load
- * (8 connections x 8 streams = 64 in flight). Admission off and on (N far above the load).
+ * Scenario 1: unary, 100 B echo against the instant upstream, closed loop with h2load (8
+ * connections x 8 streams = 64 in flight). Every proxy runs with admission on, never rejecting,
+ * as it would in production (HAProxy with maxconn/maxqueue, the sidecar with its gate).
  */
-import { writeBodyFile, h2load } from '../lib/h2load.js';
-import { CpuMeter } from '../lib/proc.js';
+import { writeBodyFile, h2load, type H2loadResult } from '../lib/h2load.js';
+import { cpuBetween, cpuSampler } from '../lib/proc.js';
+import { settleRule, wantsAnotherSlice } from '../lib/settle.js';
 import { sleep } from '../lib/spawn.js';
-import { withTargets, type TargetSpec } from '../targets/index.js';
-import { interleave, newResult, sidecarRatios, type BenchContext, type ScenarioResult } from './types.js';
+import { withTargets, type Target } from '../targets/index.js';
+import { rosterSpecs } from '../targets/roster.js';
+import { runRounds } from './rounds.js';
+import { pairScenario, summarizeRows } from './summary.js';
+import { newResult, type BenchContext, type PairDef, type ScenarioResult } from './types.js';
 
 const NEVER_REJECT = { limit: 10_000, queue: 16 };
+export const UNARY_CLIENTS = 8;
+export const UNARY_STREAMS = 8;
 
-export function unarySpecs(ctx: BenchContext): TargetSpec[] {
-  const specs: TargetSpec[] = [
-    { name: 'direct', kind: 'direct' },
-    { name: 'sidecar', kind: 'sidecar' },
-    { name: 'sidecar+admission', kind: 'sidecar', admission: NEVER_REJECT },
-  ];
-  if (ctx.haveHaproxy) specs.push({ name: 'haproxy', kind: 'haproxy', admission: NEVER_REJECT });
-  if (ctx.haveNginx) specs.push({ name: 'nginx', kind: 'nginx', admission: NEVER_REJECT });
-  return specs;
+export const UNARY_AB: PairDef[] = [
+  { metric: 'cpuUsPerCall', op: 'ratio', label: 'CPU us/call' },
+  { metric: 'reqPerSec', op: 'ratio', label: 'req/s' },
+  { metric: 'p50Us', op: 'ratio', label: 'p50' },
+  { metric: 'p99Us', op: 'ratio', label: 'p99' },
+];
+
+export interface UnaryRun {
+  readonly r: H2loadResult;
+  /** Proxy CPU over the h2load run (s), precise and tick-based; NaN for direct. */
+  readonly cpuS: number;
+  readonly cpuTickS: number;
+  /** Proxy CPU per second while idle just before the run: what the edges may add. */
+  readonly idleCpuUsPerS: number;
+}
+
+/**
+ * One h2load run with the proxy's CPU read right before it starts and 50 ms after it exits
+ * (connection teardown included). The proxy is idle outside the run, so these edges are exact
+ * up to its idle CPU, which is measured over the 200 ms before and reported.
+ */
+export async function unaryRun(ctx: BenchContext, target: Target, durationMs: number): Promise<UnaryRun> {
+  const sample = target.pid === undefined ? undefined : cpuSampler(target.pid);
+  const idle0 = sample?.();
+  await sleep(200);
+  const c0 = sample?.();
+  const r = await h2load({
+    port: target.port,
+    path: '/bench.Bench/Unary',
+    bodyFile: writeBodyFile(ctx.dir, 100),
+    durationMs,
+    clients: UNARY_CLIENTS,
+    streamsPerClient: UNARY_STREAMS,
+    cpus: ctx.plan.client,
+    dir: ctx.dir,
+  });
+  await sleep(50);
+  const c1 = sample?.();
+  if (!(r.done > 0)) throw new Error(`h2load completed no request (${r.failed} failed, ${r.errored} errored)`);
+  const cpu = c0 && c1 ? cpuBetween(c0, c1) : undefined;
+  const idle = idle0 && c0 ? cpuBetween(idle0, c0).seconds / (Number(c0.atNs - idle0.atNs) / 1e9) : NaN;
+  return { r, cpuS: cpu?.seconds ?? NaN, cpuTickS: cpu?.tickSeconds ?? NaN, idleCpuUsPerS: idle * 1e6 };
 }
 
 export async function runUnary(ctx: BenchContext): Promise<ScenarioResult> {
   const quick = ctx.options.quick;
-  const durationS = quick ? 1 : 4;
-  const clients = 8;
-  const streams = 8;
+  const rule = settleRule(quick);
+  const durationMs = quick ? 1000 : 4000;
   const result = newResult(
     'unary',
     'Scenario 1: unary 100 B echo, fast upstream',
     [
-      `h2load -D ${durationS} -c ${clients} -m ${streams} -t 1, body file = 5-byte gRPC prefix + 100 B, headers content-type: application/grpc, te: trailers; path /bench.Bench/Unary on a raw node:http2 echo upstream`,
+      `h2load -D ${durationMs}ms -c ${UNARY_CLIENTS} -m ${UNARY_STREAMS} -t 1 (64 calls in flight), body = 5-byte gRPC prefix + 100 B, content-type application/grpc, te: trailers; raw node:http2 echo upstream`,
       'req/s from h2load; p50/p99 from h2load --log-file (per-request elapsed us)',
-      'proxy CPU us/req = (utime+stime of the proxy process tree from /proc/PID/stat, after - before the h2load run) / requests done',
-      `admission on: sidecar --engine-request-limit ${NEVER_REJECT.limit} (Q=${NEVER_REJECT.queue}); haproxy server maxconn ${NEVER_REJECT.limit} maxqueue ${NEVER_REJECT.queue}; nginx limit_conn ${NEVER_REJECT.limit} per server; haproxy and nginx always run with these limits`,
-      "grpcOk/grpcOther: grpc-status counts from the sidecar's dynamo_sidecar_requests_total; h2load itself only checks :status (2xx counted as ok)",
-      quick ? 'quick mode: no warm-up run' : 'each target gets one 1 s warm-up run (JIT) before the measured rounds',
+      "proxy CPU us/call = proxy tree's per-thread on-CPU ns (/proc/PID/task/*/schedstat), read right before h2load starts and 50 ms after it exits, / calls done; the proxy is idle outside the run (its idle CPU/s just before is in the JSON as idleCpuUsPerS), so the edges add only connection set-up and teardown",
+      `admission on, never rejecting: sidecar --engine-request-limit ${NEVER_REJECT.limit} (Q=${NEVER_REJECT.queue}); haproxy server maxconn ${NEVER_REJECT.limit} maxqueue ${NEVER_REJECT.queue}; nginx limit_conn ${NEVER_REJECT.limit}`,
+      "grpc!=0: non-OK grpc-status counted by the sidecar's dynamo_sidecar_requests_total (h2load only checks :status)",
+      `warm-up before a target's first round: separate ${rule.sliceMs} ms h2load runs until two consecutive runs' CPU us/call differ < ${rule.tolerance * 100}% (at most ${rule.maxSlices})`,
     ],
     [
       { key: 'reqPerSec', label: 'req/s', digits: 0 },
       { key: 'p50Us', label: 'p50 us', digits: 0 },
       { key: 'p99Us', label: 'p99 us', digits: 0 },
-      { key: 'cpuUsPerReq', label: 'proxy CPU us/req', digits: 1 },
+      { key: 'cpuUsPerCall', label: 'proxy CPU us/call', digits: 1 },
       { key: 'non2xx', label: 'non-2xx', digits: 0 },
       { key: 'grpcOther', label: 'grpc!=0', digits: 0 },
     ],
   );
-  return withTargets(unarySpecs(ctx), ctx.plan, ctx.dir, async (targets) => {
-    const bodyFile = writeBodyFile(ctx.dir, 100);
-    const run = (port: number, seconds: number) =>
-      h2load({ port, path: '/bench.Bench/Unary', bodyFile, durationS: seconds, clients, streamsPerClient: streams, cpus: ctx.plan.client, dir: ctx.dir });
-    if (!quick) for (const t of targets) await run(t.port, 1).catch(() => undefined);
-    await interleave(
-      targets.map((t) => t.name),
-      ctx.options.rounds,
-      result.rows,
-      result.errors,
-      async (name) => {
-        const target = targets.find((t) => t.name === name)!;
+  const specs = rosterSpecs(ctx.roster, { direct: true, sidecar: NEVER_REJECT, haproxy: NEVER_REJECT, nginx: NEVER_REJECT });
+  return withTargets(specs, ctx.plan, ctx.dir, async (targets) => {
+    const byName = (name: string): Target => targets.find((t) => t.name === name)!;
+    await runRounds(result, {
+      targets: targets.map((t) => t.name),
+      rounds: ctx.options.rounds,
+      warmup: async (name) => {
+        const target = byName(name);
+        const slices: number[] = [];
+        do {
+          const run = await unaryRun(ctx, target, rule.sliceMs);
+          slices.push((run.cpuS * 1e6) / run.r.done);
+        } while (wantsAnotherSlice(slices, rule, target.pid !== undefined));
+        const settled = target.pid === undefined ? null : !wantsAnotherSlice(slices, { ...rule, maxSlices: Infinity }, true);
+        result.warmups.push({ target: name, unit: 'us/call', slices, settled });
+      },
+      measure: async (name) => {
+        const target = byName(name);
         const before = await target.grpcCodes?.();
-        const meter = new CpuMeter(target.pid);
-        meter.start();
-        const r = await run(target.port, durationS);
-        const cpu = meter.stop();
+        const { r, cpuS, cpuTickS, idleCpuUsPerS } = await unaryRun(ctx, target, durationMs);
         const after = await target.grpcCodes?.();
         let grpcOk = NaN;
         let grpcOther = NaN;
@@ -75,13 +117,14 @@ export async function runUnary(ctx: BenchContext): Promise<ScenarioResult> {
             else grpcOther += d;
           }
         }
-        ctx.log(`  unary ${name}: ${r.requestsPerSec.toFixed(0)} req/s p99 ${r.latencyUs.p99} us`);
-        await sleep(200);
+        ctx.log(`  unary ${name}: ${r.requestsPerSec.toFixed(0)} req/s, p99 ${r.latencyUs.p99} us, CPU ${((cpuS * 1e6) / r.done).toFixed(1)} us/call`);
         return {
           reqPerSec: r.requestsPerSec,
           p50Us: r.latencyUs.p50,
           p99Us: r.latencyUs.p99,
-          cpuUsPerReq: (cpu * 1e6) / r.done,
+          cpuUsPerCall: (cpuS * 1e6) / r.done,
+          cpuTickUsPerCall: (cpuTickS * 1e6) / r.done,
+          idleCpuUsPerS,
           requests: r.done,
           non2xx: r.non2xx,
           failed: r.failed + r.errored,
@@ -89,8 +132,34 @@ export async function runUnary(ctx: BenchContext): Promise<ScenarioResult> {
           grpcOther,
         };
       },
+    });
+    summarizeRows(result.rows);
+    pairScenario(
+      result,
+      ctx.roster,
+      [
+        {
+          numerators: 'sidecars',
+          denominator: 'haproxy',
+          defs: [
+            { metric: 'cpuUsPerCall', op: 'ratio', label: 'CPU us/call' },
+            { metric: 'reqPerSec', op: 'ratio', label: 'req/s' },
+            { metric: 'p50Us', op: 'ratio', label: 'p50' },
+            { metric: 'p99Us', op: 'ratio', label: 'p99' },
+          ],
+        },
+        {
+          numerators: 'proxies',
+          denominator: 'direct',
+          defs: [
+            { metric: 'reqPerSec', op: 'ratio', label: 'req/s vs direct' },
+            { metric: 'p50Us', op: 'diff', label: 'added p50 us' },
+            { metric: 'p99Us', op: 'diff', label: 'added p99 us' },
+          ],
+        },
+      ],
+      UNARY_AB,
     );
-    result.ratios = [...sidecarRatios(result.rows, ['reqPerSec', 'p99Us', 'cpuUsPerReq']), ...sidecarRatios(result.rows, ['reqPerSec'], 'sidecar+admission')];
     return result;
   });
 }

@@ -13,7 +13,8 @@ export async function startTarget(spec: TargetSpec, upstreamPort: number, plan: 
     case 'direct':
       return { name: spec.name, kind: 'direct', port: upstreamPort, pid: undefined, stop: async () => {} };
     case 'sidecar':
-      return startSidecar({ name: spec.name, upstreamPort, admission: spec.admission, cpus: plan.proxy });
+      if (!spec.sidecar) throw new Error(`${spec.name}: sidecar target without a Node/build`);
+      return startSidecar({ name: spec.name, variant: spec.sidecar, upstreamPort, admission: spec.admission, cpus: plan.proxy });
     case 'haproxy':
       return startHaproxy(spec.name, dir, upstreamPort, spec.admission, plan.proxy);
     case 'nginx':

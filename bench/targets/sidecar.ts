@@ -1,13 +1,17 @@
-/** The sidecar under test: the compiled CLI (dist/cli/main.js) on a port it picks itself. */
+/**
+ * The sidecar under test: a compiled CLI (this tree's dist/cli/main.js, or a baseline build) on
+ * a chosen Node binary, on a port it picks itself.
+ */
 import { existsSync } from 'node:fs';
-import { SIDECAR_MAIN } from '../lib/paths.js';
 import { spawnProcess } from '../lib/spawn.js';
+import type { SidecarVariant } from '../scenarios/types.js';
 import type { AdmissionSettings, Target } from './target.js';
 
 const STARTUP_RE = /listening on \S+:(\d+), upstream \S+, .+, system port (\d+)/;
 
 export interface SidecarLaunch {
   readonly name: string;
+  readonly variant: SidecarVariant;
   readonly upstreamPort: number;
   readonly admission?: AdmissionSettings | undefined;
   readonly cpus: string | undefined;
@@ -22,12 +26,19 @@ function cleanEnv(extra: Record<string, string>): NodeJS.ProcessEnv {
   return { ...env, ...extra };
 }
 
-export async function startSidecar(launch: SidecarLaunch): Promise<Target> {
-  if (!existsSync(SIDECAR_MAIN)) throw new Error('dist/cli/main.js missing: run `npx tsc -p tsconfig.json` (npm run bench does it)');
+export interface SidecarTarget extends Target {
+  /** CLOCK_MONOTONIC ns at spawn and when it printed its listening line (the profile clock check). */
+  readonly spawnedNs: bigint;
+  readonly listeningNs: bigint;
+}
+
+export async function startSidecar(launch: SidecarLaunch): Promise<SidecarTarget> {
+  const main = launch.variant.main;
+  if (!existsSync(main)) throw new Error(`${main} missing: run \`npx tsc -p tsconfig.json\` (npm run bench does it)`);
   const nodeArgs = launch.cpuProfileDir ? ['--cpu-prof', `--cpu-prof-dir=${launch.cpuProfileDir}`] : [];
   const args = [
     ...nodeArgs,
-    SIDECAR_MAIN,
+    main,
     '--upstream',
     `127.0.0.1:${launch.upstreamPort}`,
     '--listen',
@@ -42,14 +53,18 @@ export async function startSidecar(launch: SidecarLaunch): Promise<Target> {
     args.push('--engine-request-limit', String(launch.admission.limit));
     if (launch.admission.queue !== undefined) env['DYN_DYNAMO_REQUEST_QUEUE_LIMIT'] = String(launch.admission.queue);
   }
-  const proc = spawnProcess(launch.name, process.execPath, args, { cpus: launch.cpus, env: cleanEnv(env) });
+  const spawnedNs = process.hrtime.bigint();
+  const proc = spawnProcess(launch.name, launch.variant.node, args, { cpus: launch.cpus, env: cleanEnv(env) });
   const m = await proc.waitFor(STARTUP_RE);
+  const listeningNs = process.hrtime.bigint();
   const systemPort = Number(m[2]);
   return {
     name: launch.name,
     kind: 'sidecar',
     port: Number(m[1]),
     pid: proc.pid,
+    spawnedNs,
+    listeningNs,
     async grpcCodes() {
       const res = await fetch(`http://127.0.0.1:${systemPort}/metrics`, { signal: AbortSignal.timeout(5000) });
       const text = await res.text();

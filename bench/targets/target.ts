@@ -1,9 +1,10 @@
 /** What a scenario needs from a thing under test: where to send calls and which process to measure. */
+import type { SidecarVariant } from '../scenarios/types.js';
 
 export type TargetKind = 'direct' | 'sidecar' | 'haproxy' | 'nginx';
 
 export interface Target {
-  /** Row label in tables and JSON, e.g. "sidecar+admission". */
+  /** Row label in tables and JSON, e.g. "sidecar@node24.11.0". */
   readonly name: string;
   readonly kind: TargetKind;
   readonly port: number;
@@ -26,4 +27,6 @@ export interface TargetSpec {
   readonly name: string;
   readonly kind: TargetKind;
   readonly admission?: AdmissionSettings;
+  /** For kind sidecar: which Node binary and which build. */
+  readonly sidecar?: SidecarVariant;
 }

@@ -1,14 +1,15 @@
 /**
  * The benchmark's own upstream: a raw node:http2 gRPC server that answers as fast as Node can,
  * so what the benchmark sees is the proxy's cost, not an engine's. Run as its own process
- * (pinned with taskset by the launcher); prints `bench-upstream: listening on PORT`.
+ * (pinned with taskset by the launcher): `server.ts PORT TICK_MS`; prints
+ * `bench-upstream: listening on PORT`.
  *
  * Methods, chosen by path, parameters in request headers:
  *   /bench.Bench/Unary    echo the request message at once
  *   /bench.Bench/Slow     echo after x-bench-hold-ms (default 200) - a slow engine
- *   /bench.Bench/Stream   x-bench-count one-token messages, each carrying the engine-side send
- *                         time (CLOCK_MONOTONIC ns); x-bench-interval-ms 0 = one message per
- *                         stream per event-loop turn (flood), otherwise one per interval (paced)
+ *   /bench.Bench/Stream   headers at once, then x-bench-count one-token messages, one per decode
+ *                         tick (the global timer below), each carrying the engine-side send time
+ *                         (CLOCK_MONOTONIC ns); OK trailers right after the last
  *   /bench.Bench/Hold     response headers at once, then nothing until the client cancels
  */
 import { createServer, type ServerHttp2Stream, type IncomingHttpHeaders } from 'node:http2';
@@ -35,66 +36,51 @@ function answer(stream: ServerHttp2Stream, body: Buffer): void {
   stream.end(body);
 }
 
-// Flood streams: each event-loop turn writes one message to every stream that is not waiting
-// for 'drain', so every message is its own write, as an engine emitting tokens would do.
-interface FloodStream {
-  stream: ServerHttp2Stream;
+// The decode loop: one global timer; each tick writes one message, as its own write, to every
+// open stream (one decode step of a batch of sequences). Ticks are scheduled against the start
+// time (t0 + k * tick), so the period does not drift with the time a burst takes; ticks that
+// could not run on time are skipped, not bunched, and counted.
+interface TokenStream {
+  readonly stream: ServerHttp2Stream;
   left: number;
   sent: number;
-  blocked: boolean;
 }
-const flooding = new Set<FloodStream>();
-let pumpScheduled = false;
+const decoding = new Set<TokenStream>();
+const tickNs = BigInt(Math.round(Number(process.argv[3] ?? 20) * 1e6));
+const t0 = process.hrtime.bigint();
+/** Index of the tick the pending timer runs (tick k is due at t0 + k * tick). */
+let nextTick = 1n;
+let skippedTicks = 0;
 
-function pump(): void {
-  pumpScheduled = false;
-  for (const f of flooding) {
-    if (f.blocked) continue;
-    if (f.stream.destroyed) {
-      flooding.delete(f);
+function decodeStep(): void {
+  for (const s of decoding) {
+    if (s.stream.destroyed || s.stream.closed) {
+      decoding.delete(s);
       continue;
     }
-    if (f.left === 0) {
-      flooding.delete(f);
-      f.stream.end();
-      continue;
-    }
-    f.left--;
-    if (!f.stream.write(tokenMessage(f.sent++))) {
-      f.blocked = true;
-      f.stream.once('drain', () => {
-        f.blocked = false;
-        schedulePump();
-      });
+    s.stream.write(tokenMessage(s.sent++));
+    if (--s.left === 0) {
+      decoding.delete(s);
+      s.stream.end(); // OK trailers follow ('wantTrailers')
     }
   }
-  if (flooding.size) schedulePump();
+  const now = process.hrtime.bigint();
+  const firstFuture = (now - t0) / tickNs + 1n;
+  nextTick++;
+  if (nextTick < firstFuture) {
+    skippedTicks += Number(firstFuture - nextTick);
+    nextTick = firstFuture;
+  }
+  setTimeout(decodeStep, Number(t0 + nextTick * tickNs - now) / 1e6).unref();
 }
+setTimeout(decodeStep, Number(tickNs) / 1e6).unref();
 
-function schedulePump(): void {
-  if (pumpScheduled) return;
-  pumpScheduled = true;
-  setImmediate(pump);
-}
-
-function streamTokens(stream: ServerHttp2Stream, count: number, intervalMs: number): void {
+function streamTokens(stream: ServerHttp2Stream, count: number): void {
   if (stream.destroyed || stream.closed) return; // cancelled before the request finished arriving
   stream.respond(RESPONSE_HEADERS, { waitForTrailers: true });
   stream.once('wantTrailers', () => stream.sendTrailers(OK_TRAILERS));
-  if (intervalMs === 0) {
-    flooding.add({ stream, left: count, sent: 0, blocked: false });
-    return schedulePump();
-  }
-  let sent = 0;
-  const timer = setInterval(() => {
-    if (stream.destroyed) return clearInterval(timer);
-    if (sent === count) {
-      clearInterval(timer);
-      return void stream.end();
-    }
-    stream.write(tokenMessage(sent++));
-  }, intervalMs);
-  stream.on('close', () => clearInterval(timer));
+  if (count === 0) return void stream.end();
+  decoding.add({ stream, left: count, sent: 0 });
 }
 
 let held = 0;
@@ -117,8 +103,7 @@ server.on('stream', (stream, headers) => {
     }
     case '/bench.Bench/Stream': {
       const count = headerNumber(headers, 'x-bench-count', 100);
-      const intervalMs = headerNumber(headers, 'x-bench-interval-ms', 0);
-      return readBody(stream, () => streamTokens(stream, count, intervalMs));
+      return readBody(stream, () => streamTokens(stream, count));
     }
     case '/bench.Bench/Hold':
       held++;
@@ -136,7 +121,7 @@ server.listen(port, '127.0.0.1', () => {
   process.stdout.write(`bench-upstream: listening on ${address.port}\n`);
 });
 // Held-call count on request, for the memory scenario's sanity check.
-process.on('SIGUSR2', () => process.stdout.write(`bench-upstream: held ${held}\n`));
+process.on('SIGUSR2', () => process.stdout.write(`bench-upstream: held ${held}, decoding ${decoding.size}, skipped ticks ${skippedTicks}\n`));
 // A benchmark upstream must not die on one odd stream: log and go on (the run checks stderr).
 process.on('uncaughtException', (err) => process.stderr.write(`bench-upstream: ${err.stack ?? err}\n`));
 process.on('SIGTERM', () => {

@@ -1,0 +1,56 @@
+/** The benchmark's command line (documented at the top of bench/run.ts). */
+import { resolve } from 'node:path';
+import { parseArgs } from 'node:util';
+import type { BenchOptions } from '../scenarios/types.js';
+import { TARGET_KINDS } from '../targets/roster.js';
+
+/** The default run: every scenario with a goal. The gate microbenchmark is on request only. */
+export const DEFAULT_SCENARIOS = ['unary', 'streaming', 'overload', 'memory'];
+
+const list = (values: readonly string[] | undefined): string[] =>
+  (values ?? [])
+    .flatMap((s) => s.split(','))
+    .map((s) => s.trim())
+    .filter(Boolean);
+
+export function parseOptions(argv: string[], known: readonly string[]): BenchOptions {
+  const { values } = parseArgs({
+    args: argv,
+    options: {
+      quick: { type: 'boolean', default: false },
+      scenario: { type: 'string', multiple: true },
+      targets: { type: 'string', multiple: true },
+      rounds: { type: 'string' },
+      out: { type: 'string' },
+      profile: { type: 'boolean' },
+      'no-profile': { type: 'boolean' },
+      'no-pin': { type: 'boolean', default: false },
+      'sidecar-node': { type: 'string', multiple: true },
+      'no-node24': { type: 'boolean', default: false },
+      baseline: { type: 'string' },
+      'time-limit-min': { type: 'string' },
+    },
+  });
+  const quick = values.quick ?? false;
+  const scenarios = values.scenario ? list(values.scenario) : DEFAULT_SCENARIOS;
+  for (const s of scenarios) if (!known.includes(s)) throw new Error(`unknown scenario "${s}" (known: ${known.join(', ')})`);
+  const targets = values.targets ? list(values.targets) : [...TARGET_KINDS];
+  for (const t of targets) if (!(TARGET_KINDS as readonly string[]).includes(t)) throw new Error(`unknown target "${t}" (known: ${TARGET_KINDS.join(', ')})`);
+  const rounds = values.rounds === undefined ? (quick ? 1 : 5) : Number(values.rounds);
+  if (!Number.isInteger(rounds) || rounds < 1 || rounds > 50) throw new Error(`--rounds must be an integer 1..50, got ${values.rounds}`);
+  const timeLimitMin = values['time-limit-min'] === undefined ? 45 : Number(values['time-limit-min']);
+  if (!(timeLimitMin > 0)) throw new Error(`--time-limit-min must be a positive number, got ${values['time-limit-min']}`);
+  return {
+    quick,
+    rounds,
+    scenarios,
+    targets,
+    out: values.out === undefined ? undefined : resolve(values.out),
+    profile: values['no-profile'] ? false : (values.profile ?? !quick),
+    pin: !values['no-pin'],
+    sidecarNodes: list(values['sidecar-node']).map((p) => resolve(p)),
+    node24: !values['no-node24'],
+    baseline: values.baseline,
+    timeLimitMin,
+  };
+}
