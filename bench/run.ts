@@ -34,6 +34,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { planCpus } from './lib/affinity.js';
+import { ForeignLoadMeter } from './lib/foreign-load.js';
 import { has, machineInfo } from './lib/machine.js';
 import { parseOptions } from './lib/options.js';
 import { stopAll } from './lib/spawn.js';
@@ -77,6 +78,7 @@ async function main(): Promise<number> {
   for (const id of options.scenarios) {
     log(`bench: scenario ${id} ...`);
     const t0 = Date.now();
+    const foreign = new ForeignLoadMeter();
     let result: ScenarioResult;
     try {
       result = await SCENARIOS[id]!(ctx);
@@ -86,6 +88,7 @@ async function main(): Promise<number> {
       result.errors.push((err as Error).message);
     }
     result.durationS = (Date.now() - t0) / 1000;
+    result.foreignLoad = foreign.stop();
     results.push(result);
     log(`bench: scenario ${id} took ${result.durationS.toFixed(1)} s`);
   }
@@ -112,6 +115,7 @@ async function main(): Promise<number> {
       .join(' ')} (other work on the machine moves absolute figures; paired per-round ratios cancel most of it)`,
     `CPU placement: ${plan.description}; ${options.rounds} rounds per scenario, target order rotated each round${options.quick ? '; QUICK smoke configuration' : ''}`,
     `took ${(durationS / 60).toFixed(1)} min: ${results.map((r) => `${r.id} ${r.durationS.toFixed(0)} s`).join(', ')}${profiles.length ? `, profiles ${profileS.toFixed(0)} s` : ''}`,
+    `CPU used by other processes meanwhile (cores; 1.0 = a whole core): ${results.map((r) => `${r.id} ${r.foreignLoad?.cores.toFixed(2) ?? '-'}`).join(', ')}`,
     '',
     ...results.map((r) => `${renderScenario(r)}\n`),
     renderGoals(goals),

@@ -16,7 +16,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 let clockTicks: number | undefined;
 
 /** Kernel clock ticks per second (USER_HZ), usually 100: /proc/PID/stat CPU times are in these units. */
-function clkTck(): number {
+export function clkTck(): number {
   if (clockTicks === undefined) {
     try {
       clockTicks = Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim()) || 100;

@@ -6,6 +6,8 @@ import type { Spread } from '../lib/stats.js';
 import type { ScenarioResult, Warmup } from '../scenarios/types.js';
 
 const MAX_WIDTH = 160;
+/** Other processes' CPU (in cores) from which a scenario is flagged as run on a busy machine. */
+const FOREIGN_WARN_CORES = 0.1;
 
 export function formatNumber(value: number | undefined | null, digits = 0): string {
   if (value === undefined || value === null || !Number.isFinite(value)) return '-';
@@ -82,7 +84,11 @@ export function renderScenario(result: ScenarioResult): string {
     ...result.metrics.map((m) => formatSpread(row.summary[m.key], m.digits)),
   ]);
   const took = Number.isFinite(result.durationS) ? `, took ${result.durationS.toFixed(0)} s` : '';
-  const parts = [`== ${result.title} (median [min..max] over rounds${took})`, renderSplit(header, body)];
+  const parts = [`== ${result.title} (median [min..max] over rounds${took})`];
+  const f = result.foreignLoad;
+  if (f && f.cores >= FOREIGN_WARN_CORES)
+    parts.push(`WARNING: other processes used ${f.cores.toFixed(2)} cores meanwhile (${f.top.join(', ')}): every figure here is skewed by them`);
+  parts.push(renderSplit(header, body));
   const orders = result.extra?.['orders'] as string[][] | undefined;
   if (orders?.length && orders[0]!.length > 1) parts.push(`target order per round: ${orders.map((o) => o.join(' ')).join(' | ')}`);
   parts.push(...result.warmups.map(renderWarmup));

@@ -70,6 +70,7 @@ async function profileVariant(ctx: BenchContext, variant: SidecarVariant): Promi
       admission: NEVER_REJECT,
       cpus: ctx.plan.proxy,
       cpuProfileDir: dir,
+      profilerCpus: ctx.plan.upstream,
     });
     try {
       if (ctx.options.scenarios.includes('unary')) {

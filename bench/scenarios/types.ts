@@ -1,5 +1,6 @@
 /** The shapes every scenario shares: options, the roster of targets, rows per round, paired figures. */
 import type { CpuPlan } from '../lib/affinity.js';
+import type { ForeignLoad } from '../lib/foreign-load.js';
 import type { Spread } from '../lib/stats.js';
 
 export interface BenchOptions {
@@ -113,6 +114,8 @@ export interface ScenarioResult {
   readonly warmups: Warmup[];
   readonly errors: string[];
   durationS: number;
+  /** CPU other processes on the machine used meanwhile. */
+  foreignLoad?: ForeignLoad;
   extra?: Record<string, unknown>;
 }
 

@@ -2,7 +2,8 @@
  * The sidecar under test: a compiled CLI (this tree's dist/cli/main.js, or a baseline build) on
  * a chosen Node binary, on a port it picks itself.
  */
-import { existsSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { spawnProcess } from '../lib/spawn.js';
 import type { SidecarVariant } from '../scenarios/types.js';
 import type { AdmissionSettings, Target } from './target.js';
@@ -17,6 +18,12 @@ export interface SidecarLaunch {
   readonly cpus: string | undefined;
   /** When set, the sidecar runs with --cpu-prof and writes its profile here on exit. */
   readonly cpuProfileDir?: string;
+  /**
+   * CPUs for V8's sampling thread (v8:ProfEvntProc). Pinned to the sidecar's one core, it could
+   * only take a sample when the main thread yields, so busy stretches would be undersampled (a
+   * burst every 20 ms would look mostly idle); moved to another core it samples on time.
+   */
+  readonly profilerCpus?: string | undefined;
 }
 
 /** Environment without DYN_* / NATS settings of the caller leaking into the sidecar. */
@@ -24,6 +31,16 @@ function cleanEnv(extra: Record<string, string>): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = {};
   for (const [k, v] of Object.entries(process.env)) if (!k.startsWith('DYN_') && k !== 'NATS_SERVER') env[k] = v;
   return { ...env, ...extra };
+}
+
+/** Re-pins one thread of a process (found by its name) to other CPUs. */
+function moveThread(pid: number, threadName: string, cpus: string): void {
+  for (const tid of readdirSync(`/proc/${pid}/task`)) {
+    if (readFileSync(`/proc/${pid}/task/${tid}/comm`, 'utf8').trim() !== threadName) continue;
+    execFileSync('taskset', ['-p', '-c', cpus, tid], { stdio: 'ignore', timeout: 5000 });
+    return;
+  }
+  throw new Error(`no thread named ${threadName} in process ${pid}`);
 }
 
 export interface SidecarTarget extends Target {
@@ -57,6 +74,7 @@ export async function startSidecar(launch: SidecarLaunch): Promise<SidecarTarget
   const proc = spawnProcess(launch.name, launch.variant.node, args, { cpus: launch.cpus, env: cleanEnv(env) });
   const m = await proc.waitFor(STARTUP_RE);
   const listeningNs = process.hrtime.bigint();
+  if (launch.cpuProfileDir && launch.profilerCpus) moveThread(proc.pid, 'v8:ProfEvntProc', launch.profilerCpus);
   const systemPort = Number(m[2]);
   return {
     name: launch.name,
