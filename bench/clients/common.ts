@@ -26,8 +26,6 @@ export function grpcHeaders(path: string, extra: Record<string, string> = {}): R
   return { ':method': 'POST', ':path': path, 'content-type': 'application/grpc', te: 'trailers', ...extra };
 }
 
-export const nowNs = (): bigint => process.hrtime.bigint();
-
 /** Hard stop so a wedged client can never outlive its run. */
 export function exitAfter(ms: number): void {
   setTimeout(() => {

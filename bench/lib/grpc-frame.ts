@@ -16,6 +16,11 @@ export function tokenMessage(index: number): Buffer {
   return msg;
 }
 
-export function tokenTimestampNs(message: Buffer): bigint {
-  return message.readBigUInt64BE(0);
+/**
+ * The engine send time of the token message whose payload starts at `offset`, as a number of ns
+ * (read as two 32-bit halves: no BigInt per message in the client; exact while the machine has
+ * been up for less than 2^53 ns, 104 days, and off by a few ns beyond).
+ */
+export function tokenSentNs(buf: Buffer, offset: number): number {
+  return buf.readUInt32BE(offset) * 4294967296 + buf.readUInt32BE(offset + 4);
 }

@@ -20,10 +20,19 @@ export interface H2loadRun {
   readonly cpus: string | undefined;
   readonly dir: string;
   readonly headers?: Record<string, string>;
+  /** Open loop: requests per second per connection (h2load --rps); closed loop without. */
+  readonly rpsPerClient?: number;
+}
+
+/** One request from h2load's log. */
+export interface H2loadRecord {
+  readonly status: number;
+  readonly elapsedUs: number;
 }
 
 export interface H2loadResult {
   readonly requestsPerSec: number;
+  readonly started: number;
   readonly done: number;
   readonly succeeded: number;
   readonly failed: number;
@@ -36,6 +45,7 @@ export interface H2loadResult {
   /** First request start and last response end, wall-clock us since the epoch (from the log). */
   readonly firstStartEpochUs: number;
   readonly lastEndEpochUs: number;
+  readonly records: H2loadRecord[];
 }
 
 /** Writes a gRPC-framed message of `bytes` bytes for h2load -d. */
@@ -65,6 +75,7 @@ export async function h2load(run: H2loadRun): Promise<H2loadResult> {
     '-H',
     'te: trailers',
     ...Object.entries(run.headers ?? {}).flatMap(([k, v]) => ['-H', `${k}: ${v}`]),
+    ...(run.rpsPerClient ? [`--rps=${run.rpsPerClient}`] : []),
     `--log-file=${logFile}`,
     `http://127.0.0.1:${run.port}${run.path}`,
   ];
@@ -72,6 +83,7 @@ export async function h2load(run: H2loadRun): Promise<H2loadResult> {
   if (code !== 0) throw new Error(`h2load exited ${code}: ${stderr.slice(-500)} ${stdout.slice(-500)}`);
   const num = (re: RegExp): number => Number(re.exec(stdout)?.[1] ?? NaN);
   const elapsed: number[] = [];
+  const records: H2loadRecord[] = [];
   let firstStartEpochUs = Infinity;
   let lastEndEpochUs = -Infinity;
   // Columns: start (us since the epoch), :status, elapsed us.
@@ -81,12 +93,14 @@ export async function h2load(run: H2loadRun): Promise<H2loadResult> {
     const start = Number(cols[0]);
     const us = Number(cols[2]);
     elapsed.push(us);
+    records.push({ status: Number(cols[1]), elapsedUs: us });
     if (start < firstStartEpochUs) firstStartEpochUs = start;
     if (start + us > lastEndEpochUs) lastEndEpochUs = start + us;
   }
   rmSync(logFile, { force: true });
   return {
     requestsPerSec: num(/finished in [\d.]+\w+, ([\d.]+) req\/s/),
+    started: num(/requests: \d+ total, (\d+) started/),
     done: num(/requests: \d+ total, \d+ started, (\d+) done/),
     succeeded: num(/(\d+) succeeded/),
     failed: num(/(\d+) failed/),
@@ -97,5 +111,6 @@ export async function h2load(run: H2loadRun): Promise<H2loadResult> {
     latencyUs: distribution(elapsed),
     firstStartEpochUs,
     lastEndEpochUs,
+    records,
   };
 }

@@ -101,7 +101,7 @@ export async function runStreaming(ctx: BenchContext): Promise<ScenarioResult> {
       "latency per message = client receive time - engine send time (CLOCK_MONOTONIC); p50/p99 over a uniform reservoir sample of the window's messages; the client shares a core with the upstream (2-core machine), alike for every target",
       `${SOLVE_NOTE}; a constant per-second cost (timers) lands in m (both runs have the same message rate)`,
       `the goals' CPU per message and latency are the ${SHORT_CALL}-token run's; proxies run with admission on, never rejecting (sidecar --engine-request-limit ${NEVER_REJECT.limit}, haproxy maxconn ${NEVER_REJECT.limit} maxqueue ${NEVER_REJECT.queue}, nginx limit_conn ${NEVER_REJECT.limit})`,
-      `warm-up before a target's first round: ${rule.sliceMs} ms slices of ${SHORT_CALL}-token load until two consecutive slices' CPU us/msg differ < ${rule.tolerance * 100}% (at most ${rule.maxSlices})`,
+      `warm-up before a target's first round: ${rule.sliceMs} ms slices of ${SHORT_CALL}-token load until three consecutive slices' CPU us/msg agree within ${rule.tolerance * 100}% (each to the one before; at most ${rule.maxSlices})`,
     ],
     [
       { key: 'msgPerSec50', label: 'msg/s', digits: 0 },

@@ -3,12 +3,11 @@
  * connections x 8 streams = 64 in flight). Every proxy runs with admission on, never rejecting,
  * as it would in production (HAProxy with maxconn/maxqueue, the sidecar with its gate).
  */
-import { writeBodyFile, h2load, type H2loadResult } from '../lib/h2load.js';
-import { cpuBetween, cpuSampler } from '../lib/proc.js';
+import { writeBodyFile } from '../lib/h2load.js';
 import { settleRule, wantsAnotherSlice } from '../lib/settle.js';
-import { sleep } from '../lib/spawn.js';
 import { withTargets, type Target } from '../targets/index.js';
 import { rosterSpecs } from '../targets/roster.js';
+import { h2loadWindow, type H2loadWindow } from './h2load-window.js';
 import { runRounds } from './rounds.js';
 import { pairScenario, summarizeRows } from './summary.js';
 import { newResult, type BenchContext, type PairDef, type ScenarioResult } from './types.js';
@@ -24,27 +23,9 @@ export const UNARY_AB: PairDef[] = [
   { metric: 'p99Us', op: 'ratio', label: 'p99' },
 ];
 
-export interface UnaryRun {
-  readonly r: H2loadResult;
-  /** Proxy CPU over the h2load run (s), precise and tick-based; NaN for direct. */
-  readonly cpuS: number;
-  readonly cpuTickS: number;
-  /** Proxy CPU per second while idle just before the run: what the edges may add. */
-  readonly idleCpuUsPerS: number;
-}
-
-/**
- * One h2load run with the proxy's CPU read right before it starts and 50 ms after it exits
- * (connection teardown included). The proxy is idle outside the run, so these edges are exact
- * up to its idle CPU, which is measured over the 200 ms before and reported.
- */
-export async function unaryRun(ctx: BenchContext, target: Target, durationMs: number): Promise<UnaryRun> {
-  const sample = target.pid === undefined ? undefined : cpuSampler(target.pid);
-  const idle0 = sample?.();
-  await sleep(200);
-  const c0 = sample?.();
-  const r = await h2load({
-    port: target.port,
+/** One unary h2load run against the target, with the proxy's CPU at its edges. */
+export function unaryRun(ctx: BenchContext, target: Target, durationMs: number): Promise<H2loadWindow> {
+  return h2loadWindow(target, {
     path: '/bench.Bench/Unary',
     bodyFile: writeBodyFile(ctx.dir, 100),
     durationMs,
@@ -53,12 +34,6 @@ export async function unaryRun(ctx: BenchContext, target: Target, durationMs: nu
     cpus: ctx.plan.client,
     dir: ctx.dir,
   });
-  await sleep(50);
-  const c1 = sample?.();
-  if (!(r.done > 0)) throw new Error(`h2load completed no request (${r.failed} failed, ${r.errored} errored)`);
-  const cpu = c0 && c1 ? cpuBetween(c0, c1) : undefined;
-  const idle = idle0 && c0 ? cpuBetween(idle0, c0).seconds / (Number(c0.atNs - idle0.atNs) / 1e9) : NaN;
-  return { r, cpuS: cpu?.seconds ?? NaN, cpuTickS: cpu?.tickSeconds ?? NaN, idleCpuUsPerS: idle * 1e6 };
 }
 
 export async function runUnary(ctx: BenchContext): Promise<ScenarioResult> {
@@ -74,7 +49,7 @@ export async function runUnary(ctx: BenchContext): Promise<ScenarioResult> {
       "proxy CPU us/call = proxy tree's per-thread on-CPU ns (/proc/PID/task/*/schedstat), read right before h2load starts and 50 ms after it exits, / calls done; the proxy is idle outside the run (its idle CPU/s just before is in the JSON as idleCpuUsPerS), so the edges add only connection set-up and teardown",
       `admission on, never rejecting: sidecar --engine-request-limit ${NEVER_REJECT.limit} (Q=${NEVER_REJECT.queue}); haproxy server maxconn ${NEVER_REJECT.limit} maxqueue ${NEVER_REJECT.queue}; nginx limit_conn ${NEVER_REJECT.limit}`,
       "grpc!=0: non-OK grpc-status counted by the sidecar's dynamo_sidecar_requests_total (h2load only checks :status)",
-      `warm-up before a target's first round: separate ${rule.sliceMs} ms h2load runs until two consecutive runs' CPU us/call differ < ${rule.tolerance * 100}% (at most ${rule.maxSlices})`,
+      `warm-up before a target's first round: separate ${rule.sliceMs} ms h2load runs until three consecutive runs' CPU us/call agree within ${rule.tolerance * 100}% (each to the one before; at most ${rule.maxSlices})`,
     ],
     [
       { key: 'reqPerSec', label: 'req/s', digits: 0 },
