@@ -1,33 +1,39 @@
 /**
  * Benchmark entry point: the sidecar against HAProxy (the goals' reference), direct (no proxy)
- * and nginx, each scenario in rounds with the target order rotated every round.
+ * and nginx, every scenario in rounds with the target order rotated each round.
  *
- *   npm run bench                      installs haproxy/nginx/h2load if missing, builds dist/, fetches
- *                                      Node 24 (.ci/node24.sh), then the default run: unary, streaming,
- *                                      overload, memory, 5 rounds, sidecar on this Node and on Node 24,
- *                                      CPU profiles; about 15 minutes on 2 cores
+ *   npm run bench                 installs haproxy/nginx/h2load when missing (.ci/setup.sh --bench), builds
+ *                                 dist/, fetches Node 24 (.ci/node24.sh), then the default run: unary,
+ *                                 streaming, overload, memory; 5 rounds; the sidecar on this Node and on
+ *                                 Node 24; CPU profiles. About 12 minutes on 2 cores.
+ *   npm run bench -- --quick      the smoke configuration (about 1 minute)
  *   node --import tsx bench/run.ts [options]     the same without the set-up (dist/ must be built)
  *
+ * A/B of a code change (paired per-round ratios sidecar / baseline for every goal figure):
+ *   npx tsc -p tsconfig.json && node --import tsx bench/run.ts --baseline main --scenario unary,streaming --no-node24 --no-profile
+ *
+ * Options:
  *   --quick                 smoke configuration: 1 round, short windows, memory steps 100/1,000, no profiles
  *   --rounds K              rounds per scenario (default 5, --quick 1)
- *   --scenario LIST         unary,streaming,overload,memory (default) and gate (on request); repeatable
- *   --targets LIST          direct,sidecar,haproxy,nginx (default: all installed); sidecar = every sidecar row
- *   --sidecar-node PATH     another sidecar row on that Node binary, labelled sidecar@nodeX.Y.Z (repeatable);
- *                           without any, Node 24 is fetched and added (so Node 20 and 24 run side by side)
+ *   --scenario LIST         unary,streaming,overload,memory (the default) and gate (on request only); repeatable
+ *   --targets LIST          direct,sidecar,haproxy,nginx (default: all that are installed); sidecar = every
+ *                           sidecar row; the goals need haproxy
+ *   --sidecar-node PATH     one more sidecar row on that Node binary, labelled sidecar@nodeX.Y.Z (repeatable);
+ *                           without any, Node 24 is fetched and added, so Node 20 and 24 run side by side
  *   --no-node24             no automatic Node 24 row
- *   --baseline REV          A/B: also run the sidecar built from git revision REV (row baseline@REV, this
- *                           Node), and print per-round paired ratios sidecar / baseline for every goal figure;
- *                           e.g. --baseline main --scenario unary,streaming --no-node24 --no-profile
- *   --out FILE.json         where to write the JSON results (default: a temp dir, printed at the end)
- *   --profile/--no-profile  sidecar CPU profiles over the measured windows of unary and streaming (default on)
- *   --no-pin                do not pin processes with taskset
+ *   --baseline REV          also build git revision REV (its src/, proto/) in the temp dir and run it as row
+ *                           baseline@REV on this Node; the A/B section pairs it with the sidecar row, round by round
+ *   --out FILE.json         where to write the JSON results (schema dynamo-sidecar-bench/2; default: a temp dir)
+ *   --profile/--no-profile  sidecar CPU profiles cut to the measured windows of unary and streaming (default on)
+ *   --no-pin                do not pin processes with taskset (proxy on CPU 0, upstream and clients on CPU 1)
  *   --time-limit-min M      hard stop after M minutes (default 45): everything started is stopped
  *
- * Prints per scenario a table of median [min..max] over rounds, the warm-up series per target,
- * the paired per-round figures (sidecar / HAProxy of the same round, added latency vs direct of
- * the same round), the method; then the goals (one line per goal per sidecar Node, MET/MISS),
- * the A/B section with --baseline, the CPU profiles, and a Markdown table for the README.
- * Every process (upstream, proxies, load clients) runs on 127.0.0.1 with OS-picked ports and is
+ * Output: per scenario a table of median [min..max] over rounds, the warm-up series per target (CPU per
+ * unit per slice until three agree), the paired per-round figures (sidecar / HAProxy of the same round;
+ * added latency = proxy - direct of the same round) and the method; then the goals (one line per goal per
+ * sidecar Node, MET/MISS, judged on the median paired ratio), the A/B section with --baseline, the CPU
+ * profiles, and a Markdown table for the README. Other processes' CPU during each scenario is measured and
+ * named. Every process (upstream, proxies, load clients) runs on 127.0.0.1 with OS-picked ports and is
  * stopped before exit.
  */
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
