@@ -27,9 +27,7 @@ export function renderReadmeTable(goals: readonly GoalResult[]): string {
   ];
   for (const id of ids) {
     const first = goals.find((g) => g.id === id)!;
-    lines.push(
-      `| ${first.short} | ${first.threshold.replace('<=', '≤').replace('>=', '≥')} | ${sidecars.map((s) => cell(goals.find((g) => g.id === id && g.sidecar === s.label))).join(' | ')} |`,
-    );
+    lines.push(`| ${first.short} | ${first.readme} | ${sidecars.map((s) => cell(goals.find((g) => g.id === id && g.sidecar === s.label))).join(' | ')} |`);
   }
   return lines.join('\n');
 }
