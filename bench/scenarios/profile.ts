@@ -1,7 +1,7 @@
 /**
  * CPU profiles of the sidecar under the loads of scenario 1 (unary) and scenario 2 (the
  * 50-token streaming run), one profiled sidecar (`node --cpu-prof`) per sidecar Node. Each load
- * gets its warm-up first, and the profile is cut to the measured window only: the streaming
+ * gets the scenario's warm-up first (until its CPU per unit settles), and the profile is cut to the measured window only: the streaming
  * client reports its window edges in CLOCK_MONOTONIC, h2load's log gives the first request's
  * start and the last response's end (wall clock, converted). The sidecar is stopped with SIGTERM
  * (it exits 0, so V8 writes the profile).
@@ -21,7 +21,7 @@ import { startSidecar, type SidecarTarget } from '../targets/sidecar.js';
 import { startUpstream } from '../targets/upstream.js';
 import { SHORT_CALL, STREAM_CONCURRENCY, streamRun } from './streaming.js';
 import type { BenchContext, SidecarVariant } from './types.js';
-import { UNARY_CLIENTS, UNARY_STREAMS, unaryRun } from './unary.js';
+import { UNARY_CLIENTS, UNARY_STREAMS, unaryRun, unaryWarmup } from './unary.js';
 
 const NEVER_REJECT = { limit: 10_000, queue: 16 };
 
@@ -55,7 +55,7 @@ export async function runProfiles(ctx: BenchContext): Promise<ProfileSummary[]> 
 
 async function profileVariant(ctx: BenchContext, variant: SidecarVariant): Promise<ProfileSummary[]> {
   const quick = ctx.options.quick;
-  const rule = settleRule(quick);
+
   const dir = join(ctx.dir, `cpuprofile-${variant.label.replace(/[^\w.-]/g, '_')}`);
   mkdirSync(dir, { recursive: true });
   const upstream = await startUpstream(ctx.plan.upstream);
@@ -75,7 +75,7 @@ async function profileVariant(ctx: BenchContext, variant: SidecarVariant): Promi
     try {
       if (ctx.options.scenarios.includes('unary')) {
         const durationMs = quick ? 1000 : 4000;
-        await unaryRun(ctx, sidecar, quick ? 500 : 2000); // warm-up
+        await unaryWarmup(ctx, sidecar, settleRule(quick));
         const { r, cpuS } = await unaryRun(ctx, sidecar, durationMs);
         const offset = epochToMonotonicOffsetUs();
         pending.push({
@@ -86,7 +86,7 @@ async function profileVariant(ctx: BenchContext, variant: SidecarVariant): Promi
         });
       }
       if (ctx.options.scenarios.includes('streaming')) {
-        await streamRun(sidecar, SHORT_CALL, quick, ctx.plan.client, rule); // warm-up until settled
+        await streamRun(sidecar, SHORT_CALL, quick, ctx.plan.client, settleRule(quick, 2000)); // warm-up until settled
         const r = await streamRun(sidecar, SHORT_CALL, quick, ctx.plan.client, null);
         const w = r.windows[0]!;
         pending.push({

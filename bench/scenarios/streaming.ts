@@ -87,7 +87,7 @@ export function solveCallAndMessage(a: StreamWindowResult, b: StreamWindowResult
 
 export async function runStreaming(ctx: BenchContext): Promise<ScenarioResult> {
   const quick = ctx.options.quick;
-  const rule = settleRule(quick);
+  const rule = settleRule(quick, 2000);
   const probe = streamParams(0, undefined, SHORT_CALL, quick, null);
   const windowS = ((probe['windowTicks'] as number) * DECODE_TICK_MS) / 1000;
   const result = newResult(

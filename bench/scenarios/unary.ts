@@ -4,13 +4,13 @@
  * as it would in production (HAProxy with maxconn/maxqueue, the sidecar with its gate).
  */
 import { writeBodyFile } from '../lib/h2load.js';
-import { settleRule, wantsAnotherSlice } from '../lib/settle.js';
+import { settleRule, wantsAnotherSlice, type SettleRule } from '../lib/settle.js';
 import { withTargets, type Target } from '../targets/index.js';
 import { rosterSpecs } from '../targets/roster.js';
 import { h2loadWindow, type H2loadWindow } from './h2load-window.js';
 import { runRounds } from './rounds.js';
 import { pairScenario, summarizeRows } from './summary.js';
-import { newResult, type BenchContext, type PairDef, type ScenarioResult } from './types.js';
+import { newResult, type BenchContext, type PairDef, type ScenarioResult, type Warmup } from './types.js';
 
 const NEVER_REJECT = { limit: 10_000, queue: 16 };
 export const UNARY_CLIENTS = 8;
@@ -34,6 +34,17 @@ export function unaryRun(ctx: BenchContext, target: Target, durationMs: number):
     cpus: ctx.plan.client,
     dir: ctx.dir,
   });
+}
+
+/** Unary h2load runs of rule.sliceMs until the proxy's CPU per call has settled (or the cap). */
+export async function unaryWarmup(ctx: BenchContext, target: Target, rule: SettleRule): Promise<Omit<Warmup, 'target'>> {
+  const slices: number[] = [];
+  do {
+    const run = await unaryRun(ctx, target, rule.sliceMs);
+    slices.push((run.cpuS * 1e6) / run.r.done);
+  } while (wantsAnotherSlice(slices, rule, target.pid !== undefined));
+  const settled = target.pid === undefined ? null : !wantsAnotherSlice(slices, { ...rule, maxSlices: Infinity }, true);
+  return { unit: 'us/call', slices, settled };
 }
 
 export async function runUnary(ctx: BenchContext): Promise<ScenarioResult> {
@@ -66,16 +77,7 @@ export async function runUnary(ctx: BenchContext): Promise<ScenarioResult> {
     await runRounds(result, {
       targets: targets.map((t) => t.name),
       rounds: ctx.options.rounds,
-      warmup: async (name) => {
-        const target = byName(name);
-        const slices: number[] = [];
-        do {
-          const run = await unaryRun(ctx, target, rule.sliceMs);
-          slices.push((run.cpuS * 1e6) / run.r.done);
-        } while (wantsAnotherSlice(slices, rule, target.pid !== undefined));
-        const settled = target.pid === undefined ? null : !wantsAnotherSlice(slices, { ...rule, maxSlices: Infinity }, true);
-        result.warmups.push({ target: name, unit: 'us/call', slices, settled });
-      },
+      warmup: async (name) => void result.warmups.push({ target: name, ...(await unaryWarmup(ctx, byName(name), rule)) }),
       measure: async (name) => {
         const target = byName(name);
         const before = await target.grpcCodes?.();
