@@ -5,7 +5,7 @@
  *   npm run bench                 installs haproxy/nginx/h2load when missing (.ci/setup.sh --bench), builds
  *                                 dist/, fetches Node 24 (.ci/node24.sh), then the default run: unary,
  *                                 streaming, overload, memory; 5 rounds; the sidecar on this Node and on
- *                                 Node 24; CPU profiles. About 12 minutes on 2 cores.
+ *                                 Node 24; CPU profiles. About 14 minutes on 2 cores.
  *   npm run bench -- --quick      the smoke configuration (about 1 minute)
  *   node --import tsx bench/run.ts [options]     the same without the set-up (dist/ must be built)
  *
