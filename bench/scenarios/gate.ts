@@ -4,7 +4,6 @@
  */
 import { runClient } from '../lib/client.js';
 import { runRounds } from './rounds.js';
-import { summarizeRows } from './summary.js';
 import { newResult, type BenchContext, type ScenarioResult } from './types.js';
 
 interface LoopResult {
@@ -49,6 +48,5 @@ export async function runGate(ctx: BenchContext): Promise<ScenarioResult> {
       return { pairsPerSec: loop.pairsPerSec, opsPerSec: loop.opsPerSec, nsPerPair: loop.nsPerPair };
     },
   });
-  summarizeRows(result.rows);
   return result;
 }

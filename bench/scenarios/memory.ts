@@ -11,7 +11,7 @@ import { startTarget, type Target } from '../targets/index.js';
 import { rosterSpecs } from '../targets/roster.js';
 import { startUpstream } from '../targets/upstream.js';
 import { runRounds } from './rounds.js';
-import { pairScenario, summarizeRows } from './summary.js';
+import { pairScenario } from './summary.js';
 import { newResult, type BenchContext, type Figures, type PairDef, type ScenarioResult } from './types.js';
 
 const MB = 1024 * 1024;
@@ -66,7 +66,6 @@ export async function runMemory(ctx: BenchContext): Promise<ScenarioResult> {
         }
       },
     });
-    summarizeRows(result.rows);
     pairScenario(
       result,
       ctx.roster,

@@ -19,7 +19,7 @@ import { withTargets, type Target } from '../targets/index.js';
 import { rosterSpecs } from '../targets/roster.js';
 import { h2loadWindow, type H2loadWindow } from './h2load-window.js';
 import { runRounds } from './rounds.js';
-import { pairScenario, summarizeRows } from './summary.js';
+import { pairScenario } from './summary.js';
 import { newResult, type BenchContext, type PairDef, type ScenarioResult } from './types.js';
 
 const N = 32;
@@ -137,7 +137,6 @@ export async function runOverload(ctx: BenchContext): Promise<ScenarioResult> {
         };
       },
     });
-    summarizeRows(result.rows);
     pairScenario(
       result,
       ctx.roster,

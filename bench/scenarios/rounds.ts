@@ -5,6 +5,7 @@
  * A target is warmed up right before its first measurement. A failed measurement is recorded as
  * an error and a null for that round, and the run goes on.
  */
+import { summarizeRows } from './summary.js';
 import type { Figures, Row, ScenarioResult } from './types.js';
 
 export interface RoundPlan {
@@ -50,5 +51,6 @@ export async function runRounds(result: ScenarioResult, plan: RoundPlan): Promis
     }
   }
   for (const row of rows.values()) for (let r = 0; r < plan.rounds; r++) row.rounds[r] ??= null;
+  summarizeRows(result.rows);
   result.extra = { ...result.extra, orders };
 }

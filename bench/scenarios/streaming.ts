@@ -14,7 +14,7 @@ import { withTargets, type Target } from '../targets/index.js';
 import { rosterSpecs } from '../targets/roster.js';
 import { DECODE_TICK_MS } from '../targets/upstream.js';
 import { runRounds } from './rounds.js';
-import { pairScenario, summarizeRows } from './summary.js';
+import { pairScenario } from './summary.js';
 import { newResult, type BenchContext, type Figures, type PairDef, type ScenarioResult } from './types.js';
 
 export const STREAM_CONCURRENCY = 256;
@@ -151,7 +151,6 @@ export async function runStreaming(ctx: BenchContext): Promise<ScenarioResult> {
         };
       },
     });
-    summarizeRows(result.rows);
     pairScenario(
       result,
       ctx.roster,

@@ -9,7 +9,7 @@ import { withTargets, type Target } from '../targets/index.js';
 import { rosterSpecs } from '../targets/roster.js';
 import { h2loadWindow, type H2loadWindow } from './h2load-window.js';
 import { runRounds } from './rounds.js';
-import { pairScenario, summarizeRows } from './summary.js';
+import { pairScenario } from './summary.js';
 import { newResult, type BenchContext, type PairDef, type ScenarioResult, type Warmup } from './types.js';
 
 const NEVER_REJECT = { limit: 10_000, queue: 16 };
@@ -110,7 +110,6 @@ export async function runUnary(ctx: BenchContext): Promise<ScenarioResult> {
         };
       },
     });
-    summarizeRows(result.rows);
     pairScenario(
       result,
       ctx.roster,
