@@ -80,6 +80,7 @@ async function runDemo(count: number, flags: DemoFlags, httpPort: number, io: Co
   const engines: RunningEngine[] = [];
   const sidecars: RunningSidecar[] = [];
   let frontend: RunningFrontend | undefined;
+  let signalReceived: Promise<'SIGTERM' | 'SIGINT'>;
   const stopAll = async (): Promise<void> => {
     await frontend?.close();
     await Promise.all(sidecars.map((s) => s.close()));
@@ -114,6 +115,8 @@ async function runDemo(count: number, flags: DemoFlags, httpPort: number, io: Co
     const config = parseFrontendConfig({ httpPort: String(httpPort), activeDecodeBlocksThreshold: flags.activeDecodeBlocksThreshold, workers }, {});
     frontend = await startFrontend(config, { logger: logger.child({ component: 'frontend' }) });
     const url = `http://127.0.0.1:${frontend.port}`;
+    // Listening before the startup lines: a SIGTERM sent the moment they appear must stop cleanly, not kill.
+    signalReceived = waitForSignal(io);
     io.stdout.write(
       [
         `dynamo-sidecar demo: frontend ${describeFrontend(config, frontend.port)}`,
@@ -142,7 +145,7 @@ async function runDemo(count: number, flags: DemoFlags, httpPort: number, io: Co
         const busy = [...frontend.router.busySummary().values()].reduce((n, m) => n + m.busy, 0);
         io.stdout.write(`demo: ${parts.join(' | ')} | busy workers ${busy}\n`);
       }, DEMO_DEFAULTS.statusIntervalMs);
-  const signal = await waitForSignal(io);
+  const signal = await signalReceived;
   clearInterval(status);
   onFirstSignal(io, () => io.exit(1));
   io.stdout.write(`dynamo-sidecar demo: ${signal}: stopping\n`);

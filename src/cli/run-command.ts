@@ -101,6 +101,8 @@ async function runSidecar(requested: SidecarConfig, io: CommandIo, flags: RawFla
     io.stderr.write(`dynamo-sidecar: cannot start: ${redactUrlCredentials((err as Error).message)}\n`);
     return io.exit(1);
   }
+  // Listening before the startup line: a SIGTERM sent the moment it appears must drain, not kill.
+  const signalReceived = waitForSignal(io);
   const listen = formatHostPort({ host: config.listen.host, port: sidecar.ingressPort });
   io.stdout.write(
     `dynamo-sidecar: listening on ${listen}, upstream ${sidecar.upstreamAddress}, ${describeAdmission(config)}, system port ${sidecar.systemPort}\n`,
@@ -128,7 +130,7 @@ async function runSidecar(requested: SidecarConfig, io: CommandIo, flags: RawFla
   const statusEveryMs = config.statusIntervalMs ?? (demo ? DEMO_STATUS_INTERVAL_MS : 0);
   const status = statusEveryMs > 0 ? new StatusLine(sidecar, io.stdout, statusEveryMs) : undefined;
 
-  const signal = await waitForSignal(io);
+  const signal = await signalReceived;
   status?.stop();
   onFirstSignal(io, () => {
     logger.warn('second signal: exiting without waiting for calls to finish');

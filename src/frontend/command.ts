@@ -83,6 +83,8 @@ async function runFrontend(config: FrontendConfig, io: CommandIo): Promise<void>
     io.stderr.write(`dynamo-frontend: cannot start: ${redactUrlCredentials((err as Error).message)}\n`);
     return io.exit(err instanceof NoLoadSourceError ? USAGE_EXIT_CODE : 1);
   }
+  // Listening before the startup line: a SIGTERM sent the moment it appears must drain, not kill.
+  const signalReceived = waitForSignal(io);
   io.stdout.write(`dynamo-frontend: ${describeFrontend(config, frontend.port)}\n`);
   logger.info('started', {
     port: frontend.port,
@@ -90,7 +92,7 @@ async function runFrontend(config: FrontendConfig, io: CommandIo): Promise<void>
     admin_api: config.adminApi,
     tokenizer: frontend.tokenizer.name,
   });
-  const signal = await waitForSignal(io);
+  const signal = await signalReceived;
   onFirstSignal(io, () => io.exit(1));
   await stopFrontend(frontend, logger, signal);
   stopIgnoringHangup();

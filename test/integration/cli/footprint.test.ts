@@ -12,7 +12,8 @@ const HOOK = fileURLToPath(new URL('../../support/loaded-packages.ts', import.me
 describe('sidecar process footprint', () => {
   it('loads neither grpc-js nor Fastify, only the packages the sidecar uses', { timeout: 30_000 }, async () => {
     const sidecar = await startSidecarProcess(['--upstream', '127.0.0.1:1'], { NODE_OPTIONS: `--import tsx --import ${HOOK}` });
-    expect(await sidecar.stop()).toBe(0);
+    const code = await sidecar.stop();
+    expect(code, sidecar.stderr().slice(-3000)).toBe(0);
     const line = /^loaded-packages: (.*)$/m.exec(sidecar.stderr());
     expect(line, sidecar.stderr().slice(-2000)).not.toBeNull();
     const loaded = line![1]!.split(' ');
