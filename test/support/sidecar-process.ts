@@ -63,7 +63,7 @@ function cleanEnv(extra: Record<string, string>): NodeJS.ProcessEnv {
  * Ports for a test: any free one, on loopback; and /metrics rendered on every scrape, since tests
  * read it right after acting. Passed as env so the command line stays the caller's own.
  */
-const TEST_PORTS_ENV = { DYN_SIDECAR_LISTEN: '127.0.0.1:0', DYN_SYSTEM_HOST: '127.0.0.1', DYN_SYSTEM_PORT: '0', DYN_SIDECAR_METRICS_CACHE_MS: '0' };
+export const TEST_PORTS_ENV = { DYN_SIDECAR_LISTEN: '127.0.0.1:0', DYN_SYSTEM_HOST: '127.0.0.1', DYN_SYSTEM_PORT: '0', DYN_SIDECAR_METRICS_CACHE_MS: '0' };
 
 export async function startSidecarProcess(args: string[], env: Record<string, string> = {}, timeoutMs = 15_000): Promise<SidecarProcess> {
   const proc = spawn(process.execPath, [SIDECAR_BIN, ...args], { env: cleanEnv({ ...TEST_PORTS_ENV, ...env }) });

@@ -7,15 +7,11 @@
 import { describe, expect, it } from 'vitest';
 import { main } from '../../../src/cli/main.js';
 import { fakeIo } from '../../support/fake-io.js';
+import { TEST_PORTS_ENV } from '../../support/sidecar-process.js';
 import { waitFor } from '../../support/wait.js';
 
-const LOOPBACK_PORTS = {
-  DYN_SIDECAR_LISTEN: '127.0.0.1:0',
-  DYN_SYSTEM_HOST: '127.0.0.1',
-  DYN_SYSTEM_PORT: '0',
-  DYN_HTTP_HOST: '127.0.0.1',
-  DYN_HTTP_PORT: '0',
-};
+/** The sidecar's test ports, and the frontend's HTTP port likewise: any free one, on loopback. */
+const LOOPBACK_PORTS = { ...TEST_PORTS_ENV, DYN_HTTP_HOST: '127.0.0.1', DYN_HTTP_PORT: '0' };
 
 describe('SIGTERM as the startup line appears', () => {
   it.each([
