@@ -149,7 +149,8 @@ async function main(): Promise<number> {
   process.stdout.write(`\nJSON results: ${out}\n`);
   // Keep the temp dir only when the JSON went into it (profiles and configs sit beside it).
   if (options.out) rmSync(dir, { recursive: true, force: true });
-  return results.some((r) => r.rows.length === 0 || r.rows.every((row) => !row.rounds.some(Boolean))) ? 1 : 0;
+  // A scenario that measured nothing (no rows, or no round of any row) fails the run.
+  return results.some((r) => r.rows.every((row) => !row.rounds.some(Boolean))) ? 1 : 0;
 }
 
 function armHardStop(minutes: number): void {

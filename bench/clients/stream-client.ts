@@ -21,7 +21,7 @@ import { constants, type ClientHttp2Stream, type IncomingHttpHeaders } from 'nod
 import { frameMessage } from '../../src/protocol/grpc/framing.js';
 import { TOKEN_MESSAGE_BYTES, tokenSentNs } from '../lib/grpc-frame.js';
 import { cpuBetween, cpuSampler, type CpuReading } from '../lib/proc.js';
-import { wantsAnotherSlice, type SettleRule } from '../lib/settle.js';
+import { hasSettled, wantsAnotherSlice, type SettleRule } from '../lib/settle.js';
 import { distribution, Reservoir, type Distribution } from '../lib/stats.js';
 import { emit, exitAfter, grpcHeaders, openSessions, readParams } from './common.js';
 
@@ -192,13 +192,13 @@ function finish(): void {
   finished = true;
   for (const req of open) req.close(constants.NGHTTP2_CANCEL);
   for (const s of sessions) s.destroy();
-  let settled: boolean | null = null;
-  if (p.warmup && sample)
-    settled = !wantsAnotherSlice(
-      results.map((r) => r.cpuUsPerMsg ?? NaN),
-      { ...p.warmup, maxSlices: Infinity },
-      true,
-    );
+  const settled =
+    p.warmup && sample
+      ? hasSettled(
+          results.map((r) => r.cpuUsPerMsg ?? NaN),
+          p.warmup,
+        )
+      : null;
   const result: StreamClientResult = { windows: results, settled, aligned: alignedAtStart, callsFailed };
   emit(result);
   setTimeout(() => process.exit(0), 50);

@@ -82,7 +82,6 @@ export async function h2load(run: H2loadRun): Promise<H2loadResult> {
   const { code, stdout, stderr } = await runToEnd('h2load', 'h2load', args, { cpus: run.cpus, timeoutMs: run.durationMs + 30_000 });
   if (code !== 0) throw new Error(`h2load exited ${code}: ${stderr.slice(-500)} ${stdout.slice(-500)}`);
   const num = (re: RegExp): number => Number(re.exec(stdout)?.[1] ?? NaN);
-  const elapsed: number[] = [];
   const records: H2loadRecord[] = [];
   let firstStartEpochUs = Infinity;
   let lastEndEpochUs = -Infinity;
@@ -92,7 +91,6 @@ export async function h2load(run: H2loadRun): Promise<H2loadResult> {
     if (cols.length < 3) continue;
     const start = Number(cols[0]);
     const us = Number(cols[2]);
-    elapsed.push(us);
     records.push({ status: Number(cols[1]), elapsedUs: us });
     if (start < firstStartEpochUs) firstStartEpochUs = start;
     if (start + us > lastEndEpochUs) lastEndEpochUs = start + us;
@@ -108,7 +106,7 @@ export async function h2load(run: H2loadRun): Promise<H2loadResult> {
     status2xx: num(/status codes: (\d+) 2xx/),
     status5xx: num(/(\d+) 5xx/),
     non2xx: num(/(\d+) 3xx/) + num(/(\d+) 4xx/) + num(/(\d+) 5xx/),
-    latencyUs: distribution(elapsed),
+    latencyUs: distribution(records.map((x) => x.elapsedUs)),
     firstStartEpochUs,
     lastEndEpochUs,
     records,

@@ -28,7 +28,7 @@ export function settleRule(quick: boolean, sliceMs = 1000): SettleRule {
 const AGREEING = 3;
 
 /** True when each of the last AGREEING values is within the tolerance of the one before. */
-function settled(series: readonly number[], rule: SettleRule): boolean {
+export function hasSettled(series: readonly number[], rule: SettleRule): boolean {
   if (series.length < Math.max(AGREEING, rule.minSlices)) return false;
   for (let i = series.length - AGREEING + 1; i < series.length; i++) {
     const a = series[i - 1]!;
@@ -41,5 +41,16 @@ function settled(series: readonly number[], rule: SettleRule): boolean {
 /** Whether another slice is due: not settled and under the cap (without a CPU figure: minSlices). */
 export function wantsAnotherSlice(series: readonly number[], rule: SettleRule, measurable: boolean): boolean {
   if (!measurable) return series.length < rule.minSlices;
-  return series.length < rule.maxSlices && !settled(series, rule);
+  return series.length < rule.maxSlices && !hasSettled(series, rule);
+}
+
+/**
+ * Runs slices back to back while another is due; `slice` runs one and returns the proxy's CPU per
+ * unit in it. settled is null when there is no proxy CPU to judge (measurable false: direct).
+ */
+export async function warmUp(rule: SettleRule, measurable: boolean, slice: () => Promise<number>): Promise<{ slices: number[]; settled: boolean | null }> {
+  const slices: number[] = [];
+  do slices.push(await slice());
+  while (wantsAnotherSlice(slices, rule, measurable));
+  return { slices, settled: measurable ? hasSettled(slices, rule) : null };
 }

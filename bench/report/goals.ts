@@ -25,8 +25,8 @@ interface GoalDef {
   readonly limit: number;
   readonly unit: string;
   readonly digits: number;
-  /** How the missed part reads, from the judged value. */
-  shortfall(value: number): string;
+  /** How the missed part reads, from the judged value and the goal's limit. */
+  shortfall(value: number, limit: number): string;
 }
 
 const pct = (x: number): string => `${(x * 100).toFixed(0)}%`;
@@ -44,7 +44,7 @@ export const GOALS: readonly GoalDef[] = [
     limit: 2,
     unit: 'us/msg',
     digits: 2,
-    shortfall: (v) => `needs ${pct(1 - 2 / v)} less CPU per message`,
+    shortfall: (v, limit) => `needs ${pct(1 - limit / v)} less CPU per message`,
   },
   {
     id: 'stream-p50',
@@ -58,7 +58,7 @@ export const GOALS: readonly GoalDef[] = [
     limit: 300,
     unit: 'us',
     digits: 0,
-    shortfall: (v) => `${formatNumber(v - 300)} us over`,
+    shortfall: (v, limit) => `${formatNumber(v - limit)} us over`,
   },
   {
     id: 'stream-p99',
@@ -72,7 +72,7 @@ export const GOALS: readonly GoalDef[] = [
     limit: 1,
     unit: 'us',
     digits: 0,
-    shortfall: (v) => `${pct(v - 1)} above HAProxy's p99`,
+    shortfall: (v, limit) => `${pct(v - limit)} above HAProxy's p99`,
   },
   {
     id: 'unary-cpu',
@@ -86,7 +86,7 @@ export const GOALS: readonly GoalDef[] = [
     limit: 4,
     unit: 'us/call',
     digits: 1,
-    shortfall: (v) => `needs ${pct(1 - 4 / v)} less CPU per call`,
+    shortfall: (v, limit) => `needs ${pct(1 - limit / v)} less CPU per call`,
   },
   {
     id: 'unary-rps',
@@ -100,7 +100,7 @@ export const GOALS: readonly GoalDef[] = [
     limit: 0.5,
     unit: 'req/s',
     digits: 0,
-    shortfall: (v) => `needs ${formatNumber(0.5 / v, 2)}x the req/s`,
+    shortfall: (v, limit) => `needs ${formatNumber(limit / v, 2)}x the req/s`,
   },
   {
     id: 'reject-cpu',
@@ -114,7 +114,7 @@ export const GOALS: readonly GoalDef[] = [
     limit: 2,
     unit: 'us/rejection',
     digits: 1,
-    shortfall: (v) => `needs ${pct(1 - 2 / v)} less CPU per rejection`,
+    shortfall: (v, limit) => `needs ${pct(1 - limit / v)} less CPU per rejection`,
   },
   {
     id: 'reject-p99',
@@ -128,7 +128,7 @@ export const GOALS: readonly GoalDef[] = [
     limit: 2000,
     unit: 'us',
     digits: 0,
-    shortfall: (v) => `${formatNumber(v - 2000)} us over`,
+    shortfall: (v, limit) => `${formatNumber(v - limit)} us over`,
   },
   {
     id: 'rss-1000',
@@ -142,7 +142,7 @@ export const GOALS: readonly GoalDef[] = [
     limit: 100,
     unit: 'MB',
     digits: 1,
-    shortfall: (v) => `${formatNumber(v - 100, 1)} MB over`,
+    shortfall: (v, limit) => `${formatNumber(v - limit, 1)} MB over`,
   },
   {
     id: 'bytes-per-stream',
@@ -156,7 +156,7 @@ export const GOALS: readonly GoalDef[] = [
     limit: 8192,
     unit: 'B',
     digits: 0,
-    shortfall: (v) => `${formatNumber(v - 8192)} B over`,
+    shortfall: (v, limit) => `${formatNumber(v - limit)} B over`,
   },
 ];
 
@@ -218,7 +218,7 @@ function judge(g: GoalDef, results: readonly ScenarioResult[], sidecar: string, 
       value: v,
       spread: own ?? null,
       measured: `${formatSpread(own, g.digits)} ${g.unit} (median [min..max] over rounds)${refs.length ? `; for scale: ${refs.join(', ')}` : ''}`,
-      margin: met === false ? g.shortfall(v) : '-',
+      margin: met === false ? g.shortfall(v, g.limit) : '-',
     };
   }
   const p = findPaired(r, sidecar, 'haproxy', g.metric);
@@ -235,7 +235,7 @@ function judge(g: GoalDef, results: readonly ScenarioResult[], sidecar: string, 
     measured: `${what} ${formatSpread(p.summary, g.judge === 'ratio' ? 2 : 0)}; ${sidecar} ${formatSpread(own, g.digits)} ${g.unit}, HAProxy ${formatSpread(hap, g.digits)} ${g.unit}`,
     margin:
       met === false
-        ? `missed by ${formatNumber(g.judge === 'ratio' ? Math.abs(v - g.limit) : v - g.limit, g.judge === 'ratio' ? 2 : 0)}: ${g.shortfall(v)}`
+        ? `missed by ${formatNumber(g.judge === 'ratio' ? Math.abs(v - g.limit) : v - g.limit, g.judge === 'ratio' ? 2 : 0)}: ${g.shortfall(v, g.limit)}`
         : '-',
   };
 }

@@ -32,29 +32,26 @@ export function renderTable(header: readonly string[], body: readonly (readonly 
 function renderSplit(header: readonly string[], body: readonly (readonly string[])[]): string {
   const width = (i: number): number => Math.max(header[i]!.length, ...body.map((r) => (r[i] ?? '').length)) + 2;
   const parts: string[] = [];
-  let cols: number[] = [];
-  let used = width(0);
-  for (let i = 1; i < header.length; i++) {
-    if (cols.length && used + width(i) > MAX_WIDTH) {
-      parts.push(
-        renderTable(
-          [header[0]!, ...cols.map((c) => header[c]!)],
-          body.map((r) => [r[0]!, ...cols.map((c) => r[c] ?? '')]),
-        ),
-      );
-      cols = [];
-      used = width(0);
-    }
-    cols.push(i);
-    used += width(i);
-  }
-  if (cols.length)
+  const emit = (cols: readonly number[]): void => {
     parts.push(
       renderTable(
         [header[0]!, ...cols.map((c) => header[c]!)],
         body.map((r) => [r[0]!, ...cols.map((c) => r[c] ?? '')]),
       ),
     );
+  };
+  let cols: number[] = [];
+  let used = width(0);
+  for (let i = 1; i < header.length; i++) {
+    if (cols.length && used + width(i) > MAX_WIDTH) {
+      emit(cols);
+      cols = [];
+      used = width(0);
+    }
+    cols.push(i);
+    used += width(i);
+  }
+  if (cols.length) emit(cols);
   return parts.join('\n\n');
 }
 

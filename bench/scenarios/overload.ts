@@ -14,7 +14,7 @@
  */
 import { writeBodyFile, type H2loadRecord } from '../lib/h2load.js';
 import { distribution } from '../lib/stats.js';
-import { settleRule, wantsAnotherSlice } from '../lib/settle.js';
+import { settleRule, warmUp } from '../lib/settle.js';
 import { withTargets, type Target } from '../targets/index.js';
 import { rosterSpecs } from '../targets/roster.js';
 import { h2loadWindow, type H2loadWindow } from './h2load-window.js';
@@ -96,13 +96,11 @@ export async function runOverload(ctx: BenchContext): Promise<ScenarioResult> {
       targets: targets.map((t) => t.name),
       rounds: ctx.options.rounds,
       warmup: async (name) => {
-        const target = byName(name);
-        const slices: number[] = [];
-        do {
-          const w = await overloadRun(ctx, target, rule.sliceMs);
-          slices.push((w.cpuS * 1e6) / w.r.records.filter(isRejection).length);
-        } while (wantsAnotherSlice(slices, rule, true));
-        result.warmups.push({ target: name, unit: 'us/rejection', slices, settled: !wantsAnotherSlice(slices, { ...rule, maxSlices: Infinity }, true) });
+        const warm = await warmUp(rule, true, async () => {
+          const w = await overloadRun(ctx, byName(name), rule.sliceMs);
+          return (w.cpuS * 1e6) / w.r.records.filter(isRejection).length;
+        });
+        result.warmups.push({ target: name, unit: 'us/rejection', ...warm });
       },
       measure: async (name) => {
         const target = byName(name);

@@ -18,12 +18,11 @@ import { settleRule } from '../lib/settle.js';
 import { sleep } from '../lib/spawn.js';
 import { formatNumber, renderTable } from '../report/table.js';
 import { startSidecar, type SidecarTarget } from '../targets/sidecar.js';
+import { NEVER_REJECT } from '../targets/target.js';
 import { startUpstream } from '../targets/upstream.js';
-import { SHORT_CALL, STREAM_CONCURRENCY, streamRun } from './streaming.js';
+import { SHORT_CALL, STREAM_CONCURRENCY, streamingSettleRule, streamRun } from './streaming.js';
 import type { BenchContext, SidecarVariant } from './types.js';
-import { UNARY_CLIENTS, UNARY_STREAMS, unaryRun, unaryWarmup } from './unary.js';
-
-const NEVER_REJECT = { limit: 10_000, queue: 16 };
+import { UNARY_CLIENTS, UNARY_STREAMS, unaryDurationMs, unaryRun, unaryWarmup } from './unary.js';
 
 export interface ProfileSummary {
   readonly sidecar: string;
@@ -74,7 +73,7 @@ async function profileVariant(ctx: BenchContext, variant: SidecarVariant): Promi
     });
     try {
       if (ctx.options.scenarios.includes('unary')) {
-        const durationMs = quick ? 1000 : 4000;
+        const durationMs = unaryDurationMs(quick);
         await unaryWarmup(ctx, sidecar, settleRule(quick));
         const { r, cpuS } = await unaryRun(ctx, sidecar, durationMs);
         const offset = epochToMonotonicOffsetUs();
@@ -86,7 +85,7 @@ async function profileVariant(ctx: BenchContext, variant: SidecarVariant): Promi
         });
       }
       if (ctx.options.scenarios.includes('streaming')) {
-        await streamRun(sidecar, SHORT_CALL, quick, ctx.plan.client, settleRule(quick, 2000)); // warm-up until settled
+        await streamRun(sidecar, SHORT_CALL, quick, ctx.plan.client, streamingSettleRule(quick)); // warm-up until settled
         const r = await streamRun(sidecar, SHORT_CALL, quick, ctx.plan.client, null);
         const w = r.windows[0]!;
         pending.push({

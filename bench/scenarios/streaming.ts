@@ -10,7 +10,7 @@
 import { runClient } from '../lib/client.js';
 import { settleRule, type SettleRule } from '../lib/settle.js';
 import type { StreamClientResult, StreamWindowResult } from '../clients/stream-client.js';
-import { withTargets, type Target } from '../targets/index.js';
+import { NEVER_REJECT, withTargets, type Target } from '../targets/index.js';
 import { rosterSpecs } from '../targets/roster.js';
 import { DECODE_TICK_MS } from '../targets/upstream.js';
 import { runRounds } from './rounds.js';
@@ -20,7 +20,6 @@ import { newResult, type BenchContext, type Figures, type PairDef, type Scenario
 export const STREAM_CONCURRENCY = 256;
 export const SHORT_CALL = 50;
 const LONG_CALL = 500;
-const NEVER_REJECT = { limit: 10_000, queue: 16 };
 
 export function streamParams(port: number, pid: number | undefined, count: number, quick: boolean, warmup: SettleRule | null): Record<string, unknown> {
   return {
@@ -85,9 +84,12 @@ export function solveCallAndMessage(a: StreamWindowResult, b: StreamWindowResult
   return { usPerCall: (p1 * m2 - p2 * m1) / det, usPerMsg: (c1 * p2 - c2 * p1) / det };
 }
 
+/** The warm-up's slices: 2 s, as a 1 s slice of streaming holds too little work (bench/lib/settle.ts). */
+export const streamingSettleRule = (quick: boolean): SettleRule => settleRule(quick, 2000);
+
 export async function runStreaming(ctx: BenchContext): Promise<ScenarioResult> {
   const quick = ctx.options.quick;
-  const rule = settleRule(quick, 2000);
+  const rule = streamingSettleRule(quick);
   const probe = streamParams(0, undefined, SHORT_CALL, quick, null);
   const windowS = ((probe['windowTicks'] as number) * DECODE_TICK_MS) / 1000;
   const result = newResult(

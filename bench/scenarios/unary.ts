@@ -4,15 +4,14 @@
  * as it would in production (HAProxy with maxconn/maxqueue, the sidecar with its gate).
  */
 import { writeBodyFile } from '../lib/h2load.js';
-import { settleRule, wantsAnotherSlice, type SettleRule } from '../lib/settle.js';
-import { withTargets, type Target } from '../targets/index.js';
+import { settleRule, warmUp, type SettleRule } from '../lib/settle.js';
+import { NEVER_REJECT, withTargets, type Target } from '../targets/index.js';
 import { rosterSpecs } from '../targets/roster.js';
 import { h2loadWindow, type H2loadWindow } from './h2load-window.js';
 import { runRounds } from './rounds.js';
 import { pairScenario } from './summary.js';
 import { newResult, type BenchContext, type PairDef, type ScenarioResult, type Warmup } from './types.js';
 
-const NEVER_REJECT = { limit: 10_000, queue: 16 };
 export const UNARY_CLIENTS = 8;
 export const UNARY_STREAMS = 8;
 
@@ -38,19 +37,20 @@ export function unaryRun(ctx: BenchContext, target: Target, durationMs: number):
 
 /** Unary h2load runs of rule.sliceMs until the proxy's CPU per call has settled (or the cap). */
 export async function unaryWarmup(ctx: BenchContext, target: Target, rule: SettleRule): Promise<Omit<Warmup, 'target'>> {
-  const slices: number[] = [];
-  do {
+  const warm = await warmUp(rule, target.pid !== undefined, async () => {
     const run = await unaryRun(ctx, target, rule.sliceMs);
-    slices.push((run.cpuS * 1e6) / run.r.done);
-  } while (wantsAnotherSlice(slices, rule, target.pid !== undefined));
-  const settled = target.pid === undefined ? null : !wantsAnotherSlice(slices, { ...rule, maxSlices: Infinity }, true);
-  return { unit: 'us/call', slices, settled };
+    return (run.cpuS * 1e6) / run.r.done;
+  });
+  return { unit: 'us/call', ...warm };
 }
+
+/** The measured run's length (the profile measures the same). */
+export const unaryDurationMs = (quick: boolean): number => (quick ? 1000 : 4000);
 
 export async function runUnary(ctx: BenchContext): Promise<ScenarioResult> {
   const quick = ctx.options.quick;
   const rule = settleRule(quick);
-  const durationMs = quick ? 1000 : 4000;
+  const durationMs = unaryDurationMs(quick);
   const result = newResult(
     'unary',
     'Scenario 1: unary 100 B echo, fast upstream',

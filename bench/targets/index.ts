@@ -5,7 +5,7 @@ import { startNginx } from './nginx.js';
 import { startSidecar } from './sidecar.js';
 import type { Target, TargetSpec } from './target.js';
 
-export type { Target, TargetSpec } from './target.js';
+export { NEVER_REJECT, type Target, type TargetSpec } from './target.js';
 import { startUpstream, type Upstream } from './upstream.js';
 
 export async function startTarget(spec: TargetSpec, upstreamPort: number, plan: CpuPlan, dir: string): Promise<Target> {

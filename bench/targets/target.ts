@@ -23,6 +23,13 @@ export interface AdmissionSettings {
   readonly queueTimeoutMs?: number;
 }
 
+/**
+ * Admission on, never rejecting, as a proxy runs in production (the sidecar with its gate,
+ * HAProxy with maxconn/maxqueue, nginx with limit_conn): the unary and streaming scenarios and
+ * their profiles, so their CPU includes admission.
+ */
+export const NEVER_REJECT: AdmissionSettings = { limit: 10_000, queue: 16 };
+
 export interface TargetSpec {
   readonly name: string;
   readonly kind: TargetKind;

@@ -6,12 +6,13 @@
 import { describe, expect, it } from 'vitest';
 import type { CpuProfile } from '../../../bench/lib/profile.js';
 import { digestProfile } from '../../../bench/lib/profile.js';
-import { settleRule, wantsAnotherSlice } from '../../../bench/lib/settle.js';
+import { settleRule, wantsAnotherSlice, warmUp } from '../../../bench/lib/settle.js';
+import { evaluateGoals } from '../../../bench/report/goals.js';
 import { spread } from '../../../bench/lib/stats.js';
 import { rotation } from '../../../bench/scenarios/rounds.js';
 import { solveCallAndMessage } from '../../../bench/scenarios/streaming.js';
-import { pairRows } from '../../../bench/scenarios/summary.js';
-import type { Row } from '../../../bench/scenarios/types.js';
+import { pairRows, pairScenario, summarizeRows } from '../../../bench/scenarios/summary.js';
+import { newResult, type Roster, type Row } from '../../../bench/scenarios/types.js';
 
 const row = (target: string, values: (number | null)[]): Row => ({
   target,
@@ -60,6 +61,17 @@ describe('warm-up', () => {
     expect(wantsAnotherSlice([NaN, NaN], rule, false)).toBe(true);
     expect(wantsAnotherSlice([NaN, NaN, NaN], rule, false)).toBe(false);
   });
+
+  it('runs slices until they settle, and says whether they did', async () => {
+    const series = [41.2, 28.0, 25.1, 24.9, 24.6, 99, 99];
+    let i = 0;
+    expect(await warmUp(rule, true, () => Promise.resolve(series[i++]!))).toEqual({ slices: [41.2, 28.0, 25.1, 24.9, 24.6], settled: true });
+    let n = 0;
+    const noisy = await warmUp(rule, true, () => Promise.resolve(n++ % 2 ? 10 : 9));
+    expect(noisy.slices).toHaveLength(rule.maxSlices);
+    expect(noisy.settled).toBe(false);
+    expect(await warmUp(rule, false, () => Promise.resolve(NaN))).toEqual({ slices: [NaN, NaN, NaN], settled: null });
+  });
 });
 
 describe('per-call and per-message cost', () => {
@@ -95,5 +107,26 @@ describe('CPU profile window', () => {
     expect(cut.windowMs).toBe(3);
     expect(cut.busyMs).toBeCloseTo(2, 6); // two busy samples of 1 ms (the first stands for the interval up to the next)
     expect(cut.top[0]?.name).toBe('busy');
+  });
+});
+
+describe('goals', () => {
+  it('judge the median paired ratio against HAProxy and say by how much one is missed', () => {
+    const roster: Roster = {
+      direct: false,
+      haproxy: true,
+      nginx: false,
+      sidecars: [{ label: 'sidecar', role: 'sidecar', node: 'node', nodeVersion: 'v0', main: 'main.js' }],
+    };
+    const unary = newResult('unary', 'unary', [], []);
+    const cpuRow = (target: string, values: number[]): Row => ({ target, rounds: values.map((v) => ({ cpuUsPerCall: v })), summary: {} });
+    unary.rows.push(cpuRow('sidecar', [80, 90, 100]), cpuRow('haproxy', [10, 10, 10]));
+    summarizeRows(unary.rows);
+    pairScenario(unary, roster, [{ numerators: 'sidecars', denominator: 'haproxy', defs: [{ metric: 'cpuUsPerCall', op: 'ratio', label: 'cpu' }] }], []);
+    const goal = evaluateGoals([unary], roster).find((g) => g.id === 'unary-cpu')!;
+    // Paired ratios 8, 9, 10: median 9 against the limit of 4x.
+    expect(goal.met).toBe(false);
+    expect(goal.value).toBe(9);
+    expect(goal.margin).toBe('missed by 5.00: needs 56% less CPU per call');
   });
 });
