@@ -1,7 +1,7 @@
-// The README's "Engine compatibility" table, cell by cell: each engine's recorded metrics, its
-// GetLoads answer (written byte by byte from the upstream proto) and a Generate request in its
-// layout go through the sidecar's own parsers into a LoadTracker, and what the load event then
-// knows must be what the table says.
+// The engine compatibility table (docs/engine-compatibility.md), cell by cell: each engine's
+// recorded metrics, its GetLoads answer (written byte by byte from the upstream proto) and a
+// Generate request in its layout go through the sidecar's own parsers into a LoadTracker, and what
+// the load event then knows must be what the table says.
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { enginePath, type GenerateWire } from '../../../../src/protocol/engine/generate-wire.js';
@@ -62,10 +62,10 @@ function prefillKnown(engine: Engine): boolean {
   return tracker.peek()[0]!.active_prefill_tokens === 40;
 }
 
-/** The table's rows, as written in the README. */
-function readmeRows(): string[][] {
-  const readme = readFileSync(new URL('../../../../README.md', import.meta.url), 'utf8');
-  const section = readme.split('### Engine compatibility')[1]?.split('\n### ')[0] ?? '';
+/** The table's rows, as written in docs/engine-compatibility.md. */
+function documentedRows(): string[][] {
+  const page = readFileSync(new URL('../../../../docs/engine-compatibility.md', import.meta.url), 'utf8');
+  const section = page.split('# Engine compatibility')[1]?.split('\n## ')[0] ?? '';
   return section
     .split('\n')
     .filter((line) => line.startsWith('| ') && !line.startsWith('| engine') && !line.startsWith('|---'))
@@ -77,8 +77,8 @@ function readmeRows(): string[][] {
     );
 }
 
-describe('README engine compatibility table', () => {
-  const rows = readmeRows();
+describe('the documented engine compatibility table', () => {
+  const rows = documentedRows();
 
   it('has every engine with every source', () => {
     expect(rows.map(([engine, , source]) => `${engine} / ${source}`).sort()).toEqual(
@@ -90,7 +90,7 @@ describe('README engine compatibility table', () => {
 
   it.each(rows)('%s (%s) with %s: kv total %s, kv used %s, prefill tokens %s', (name, wireCell, source, total, used, prefill) => {
     const engine = ENGINES[name];
-    if (!engine) throw new Error(`README row for unknown engine ${name}`);
+    if (!engine) throw new Error(`documented row for unknown engine ${name}`);
     expect(wireCell).toBe(engine.wire ? `\`${engine.wire}\`` : 'none');
     const bare = kvKnown(engine, source, undefined);
     const withFlag = kvKnown(engine, source, 2048);
