@@ -12,9 +12,9 @@ import { formatNumber, formatSpread } from './table.js';
 
 interface GoalDef {
   readonly id: string;
-  /** Short name for the README table. */
+  /** Short name for the summary table (docs/performance.md). */
   readonly short: string;
-  /** The threshold as the README table writes it. */
+  /** The threshold as the summary table (docs/performance.md) writes it. */
   readonly readme: string;
   readonly goal: string;
   readonly scenario: string;

@@ -1,6 +1,7 @@
 /**
- * The compact Markdown table the README carries: per sidecar Node, each goal's judged figure
- * (median paired ratio, or median absolute figure) and whether it is met.
+ * The compact Markdown table of docs/performance.md (the README's, before it moved there): per
+ * sidecar Node, each goal's judged figure (median paired ratio, or median absolute figure) and
+ * whether it is met.
  */
 import { formatNumber } from './table.js';
 import type { GoalResult } from './goals.js';
