@@ -32,7 +32,7 @@
  * unit per slice until three agree), the paired per-round figures (sidecar / HAProxy of the same round;
  * added latency = proxy - direct of the same round) and the method; then the goals (one line per goal per
  * sidecar Node, MET/MISS, judged on the median paired ratio), the A/B section with --baseline, the CPU
- * profiles, and a Markdown table for the README. Other processes' CPU during each scenario is measured and
+ * profiles, and a Markdown summary table for docs/performance.md. Other processes' CPU during each scenario is measured and
  * named. Every process (upstream, proxies, load clients) runs on 127.0.0.1 with OS-picked ports and is
  * stopped before exit.
  */
@@ -128,7 +128,7 @@ async function main(): Promise<number> {
     ...(ab ? ['', ab] : []),
     ...(profiles.length ? ['', renderProfiles(profiles)] : []),
     '',
-    '== README table (median paired ratio against HAProxy of the same round, or median figure, over rounds)',
+    '== Summary table for docs/performance.md (median paired ratio against HAProxy of the same round, or median figure, over rounds)',
     renderReadmeTable(goals),
   ].join('\n');
   process.stdout.write(`${output}\n`);

@@ -73,7 +73,7 @@ describe('bench --quick', () => {
     const { code, stdout, stderr } = await runBench(out, 100_000);
     expect(code, stderr.slice(-3000)).toBe(0);
     expect(stdout).toContain('== Goals');
-    expect(stdout).toContain('== README table');
+    expect(stdout).toContain('== Summary table for docs/performance.md');
 
     const json = JSON.parse(readFileSync(out, 'utf8')) as BenchJson;
     expect(json.schema).toBe('dynamo-sidecar-bench/2');
