@@ -95,7 +95,7 @@ async function expectHealthy(sidecar: SidecarProcess, maxActive: () => number | 
 /**
  * A raw node:http2 engine for misbehaviours grpc-js will not produce: it answers every call with
  * one empty message and OK, unless the request carries `x-rst-code` (reset with that code, before
- * or after response headers per `x-rst-when`). It counts streams open at once.
+ * or after response headers per `x-rst-when`). It counts the test service's calls open at once.
  */
 interface RawEngine {
   readonly port: number;
@@ -116,10 +116,14 @@ async function startRawEngine(): Promise<RawEngine> {
     session.on('close', () => sessions.delete(session));
   });
   server.on('stream', (stream: ServerHttp2Stream, headers) => {
-    active++;
-    maxActive = Math.max(maxActive, active);
     stream.on('error', () => {});
-    stream.on('close', () => active--);
+    // Only the clients' calls count: the sidecar's own probes (GetLoads while it detects a KV
+    // source, health) hold no admission slot and may run beside N calls.
+    if (String(headers[':path']).startsWith(`${TEST_ENGINE_PATH}/`)) {
+      active++;
+      maxActive = Math.max(maxActive, active);
+      stream.on('close', () => active--);
+    }
     const rst = headers['x-rst-code'];
     const when = headers['x-rst-when'];
     stream.resume();
