@@ -83,7 +83,7 @@ describe('the fields both endpoints share', () => {
   const base = { model: 'm', prompt: 'p' };
 
   it('accept n of 1 or absent or null, and refuse any other n', () => {
-    for (const n of [1, null, undefined]) expect(() => completionsJob({ ...base, n }, chars)).not.toThrow();
+    for (const fields of [{ n: 1 }, { n: null }, {}]) expect(() => completionsJob({ ...base, ...fields }, chars)).not.toThrow();
     expect(badRequest(() => completionsJob({ ...base, n: 2 }, chars))).toBe('body/n must be 1 (one choice per request is supported), got 2');
     expect(badRequest(() => completionsJob({ ...base, n: 0 }, chars))).toContain('got 0');
   });
