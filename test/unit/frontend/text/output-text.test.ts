@@ -41,13 +41,13 @@ describe('OutputText', () => {
     expect(output.push([3, 4])).toEqual({ text: '', stopped: true });
   });
 
-  it('at the end, returns the decoder\'s held-back text followed by the stop matcher\'s held tail', () => {
+  it("at the end, returns the decoder's held-back text followed by the stop matcher's held tail", () => {
     const output = new OutputText(letterTokenizer('!'), ['c!?']);
     expect(output.push([0, 2])).toEqual({ text: 'a', stopped: false });
     expect(output.finish()).toEqual({ text: 'c!', stopped: false });
   });
 
-  it('stops at the end when the decoder\'s flushed text completes a stop string', () => {
+  it("stops at the end when the decoder's flushed text completes a stop string", () => {
     const output = new OutputText(letterTokenizer('END'), ['END']);
     expect(output.push([0])).toEqual({ text: 'a', stopped: false });
     expect(output.finish()).toEqual({ text: '', stopped: true });
