@@ -1,0 +1,212 @@
+// The workers the frontend knows: applying reports, staleness and forgetting in heartbeats, leases, push connectivity.
+import { describe, expect, it } from 'vitest';
+import { parseRankReport, type RankReport } from '../../../../src/frontend/routing/load-report.js';
+import { FORGET_AFTER_HEARTBEATS, STALE_AFTER_HEARTBEATS, WorkerPool } from '../../../../src/frontend/routing/worker-pool.js';
+
+const HEARTBEAT = 100;
+const LEASE = 1000;
+
+const pool = (maxWorkers = 10) => new WorkerPool({ defaultHeartbeatMs: HEARTBEAT, leaseMs: LEASE, maxWorkers });
+const report = (fields: Record<string, unknown> = {}): RankReport => parseRankReport({ worker_id: 1, model: 'm', grpc_address: 'h:1', ...fields });
+
+describe('WorkerPool.apply', () => {
+  it('adds a worker on its first report with its model, address and the default heartbeat', () => {
+    const workers = pool();
+    const worker = workers.apply(report(), 5, 'nats')!;
+    expect(worker).toMatchObject({
+      workerId: '1',
+      source: 'nats',
+      model: 'm',
+      address: 'h:1',
+      heartbeatMs: HEARTBEAT,
+      lastSeen: 5,
+      draining: false,
+      connected: true,
+    });
+    expect(workers.size).toBe(1);
+    expect(workers.get('1')).toBe(worker);
+    expect([...workers.all()]).toEqual([worker]);
+  });
+
+  it('keeps one entry per worker with one state per rank, updated in place', () => {
+    const workers = pool();
+    workers.apply(report({ dp_rank: 0, kv_used_blocks: 1 }), 0, 'nats');
+    workers.apply(report({ dp_rank: 1, kv_used_blocks: 2 }), 1, 'nats');
+    const worker = workers.apply(report({ dp_rank: 0, kv_used_blocks: 3 }), 2, 'nats')!;
+    expect(workers.size).toBe(1);
+    expect([...worker.ranks.keys()]).toEqual([0, 1]);
+    expect(worker.ranks.get(0)).toMatchObject({ receivedAt: 2, inFlight: 0 });
+    expect(worker.ranks.get(0)!.report.kvUsedBlocks).toBe(3);
+  });
+
+  it('keeps the model, address and heartbeat it knew when a later report leaves them out', () => {
+    const workers = pool();
+    workers.apply(report({ heartbeat_ms: 500 }), 0, 'nats');
+    const worker = workers.apply(parseRankReport({ worker_id: 1 }), 1, 'nats')!;
+    expect(worker).toMatchObject({ model: 'm', address: 'h:1', heartbeatMs: 500 });
+  });
+
+  it('prefers the address it was given (a --worker address) over the advertised one', () => {
+    expect(pool().apply(report(), 0, 'push', 'reached:2')!.address).toBe('reached:2');
+  });
+
+  it("keeps a push worker's address when its NATS events advertise another", () => {
+    const workers = pool();
+    workers.apply(report(), 0, 'push', 'reached:2');
+    expect(workers.apply(report({ grpc_address: 'advertised:3' }), 1, 'nats')!.address).toBe('reached:2');
+  });
+
+  it('refuses a new worker beyond maxWorkers, but still updates the known ones', () => {
+    const workers = pool(1);
+    workers.apply(report(), 0, 'nats');
+    expect(workers.apply(report({ worker_id: 2 }), 1, 'nats')).toBeUndefined();
+    expect(workers.size).toBe(1);
+    expect(workers.apply(report({ draining: true }), 2, 'nats')!.draining).toBe(true);
+  });
+
+  it('sets an overloaded lease from the flag, and clears it with the next report without it', () => {
+    const workers = pool();
+    expect(workers.apply(report({ overloaded: true }), 10, 'nats')!.overloadedUntil).toBe(10 + LEASE);
+    expect(workers.apply(report(), 20, 'nats')!.overloadedUntil).toBe(0);
+  });
+
+  it('drops a rank silent longer than the forget window while the worker reports another', () => {
+    const workers = pool();
+    workers.apply(report({ dp_rank: 1 }), 0, 'nats');
+    const limit = FORGET_AFTER_HEARTBEATS * HEARTBEAT;
+    expect([...workers.apply(report({ dp_rank: 0 }), limit, 'nats')!.ranks.keys()].sort()).toEqual([0, 1]);
+    expect([...workers.apply(report({ dp_rank: 0 }), limit + 1, 'nats')!.ranks.keys()]).toEqual([0]);
+  });
+});
+
+describe('WorkerPool.freshReport', () => {
+  it('is the report until more than 3 heartbeats old, then unknown', () => {
+    const workers = pool();
+    const worker = workers.apply(report(), 0, 'nats')!;
+    const rank = worker.ranks.get(0)!;
+    expect(workers.freshReport(worker, rank, STALE_AFTER_HEARTBEATS * HEARTBEAT)).toBe(rank.report);
+    expect(workers.freshReport(worker, rank, STALE_AFTER_HEARTBEATS * HEARTBEAT + 1)).toBeUndefined();
+  });
+
+  it("counts in the worker's own heartbeat when it reports one", () => {
+    const workers = pool();
+    const worker = workers.apply(report({ heartbeat_ms: 1000 }), 0, 'nats')!;
+    expect(workers.freshReport(worker, worker.ranks.get(0)!, 3000)).toBeDefined();
+  });
+
+  it('is unknown for every NATS worker while NATS is down, and fresh again once it is back', () => {
+    const workers = pool();
+    const natsWorker = workers.apply(report(), 0, 'nats')!;
+    const pushWorker = workers.apply(report({ worker_id: 2 }), 0, 'push', 'p:1')!;
+    workers.setSourceUp('nats', false, 0);
+    expect(workers.freshReport(natsWorker, natsWorker.ranks.get(0)!, 1)).toBeUndefined();
+    expect(workers.freshReport(pushWorker, pushWorker.ranks.get(0)!, 1)).toBeDefined();
+    workers.setSourceUp('nats', true, 1);
+    expect(workers.freshReport(natsWorker, natsWorker.ranks.get(0)!, 1)).toBeDefined();
+  });
+});
+
+describe('WorkerPool.routable', () => {
+  it('needs an address and a model', () => {
+    const workers = pool();
+    expect(workers.routable(workers.apply(parseRankReport({ worker_id: 1, model: 'm' }), 0, 'nats')!, 0)).toBe(false);
+    expect(workers.routable(workers.apply(parseRankReport({ worker_id: 2, grpc_address: 'h:1' }), 0, 'nats')!, 0)).toBe(false);
+    expect(workers.routable(workers.apply(report({ worker_id: 3 }), 0, 'nats')!, 0)).toBe(true);
+  });
+
+  it('is false while draining', () => {
+    const workers = pool();
+    expect(workers.routable(workers.apply(report({ draining: true }), 0, 'nats')!, 0)).toBe(false);
+  });
+
+  it('is false for the length of an unreachable lease, which a push update ends early but a NATS event does not', () => {
+    const workers = pool();
+    const worker = workers.apply(report(), 0, 'nats')!;
+    workers.markUnreachable('1', 100);
+    expect(workers.routable(worker, 100 + LEASE - 1)).toBe(false);
+    expect(workers.routable(worker, 100 + LEASE)).toBe(true);
+    workers.markUnreachable('1', 200);
+    workers.apply(report(), 201, 'nats');
+    expect(workers.routable(worker, 201)).toBe(false);
+
+    const pushed = workers.apply(report({ worker_id: 2 }), 0, 'push', 'p:1')!;
+    workers.markUnreachable('2', 300);
+    workers.apply(report({ worker_id: 2 }), 301, 'push', 'p:1');
+    expect(workers.routable(pushed, 301)).toBe(true);
+  });
+
+  it('is false for a push worker whose stream is down until its next update', () => {
+    const workers = pool();
+    const worker = workers.apply(report(), 0, 'push', 'p:1')!;
+    expect(workers.connectedPushWorkers()).toBe(1);
+    workers.disconnected('1');
+    expect(workers.routable(worker, 0)).toBe(false);
+    expect(workers.connectedPushWorkers()).toBe(0);
+    workers.apply(report(), 1, 'push', 'p:1');
+    expect(workers.routable(worker, 1)).toBe(true);
+  });
+});
+
+describe('WorkerPool leases and removal', () => {
+  it('marks overloaded for one lease from now; marks on unknown workers are ignored', () => {
+    const workers = pool();
+    const worker = workers.apply(report(), 0, 'nats')!;
+    workers.markOverloaded('1', 50);
+    expect(worker.overloadedUntil).toBe(50 + LEASE);
+    workers.markOverloaded('9', 50);
+    workers.markUnreachable('9', 50);
+    workers.disconnected('9');
+    expect(workers.size).toBe(1);
+  });
+
+  it('counts only push workers as connected push workers', () => {
+    const workers = pool();
+    workers.apply(report(), 0, 'nats');
+    workers.apply(report({ worker_id: 2 }), 0, 'push', 'p:1');
+    expect(workers.connectedPushWorkers()).toBe(1);
+  });
+
+  it('forgets a worker at once on forget()', () => {
+    const workers = pool();
+    workers.apply(report(), 0, 'push', 'p:1');
+    workers.forget('1');
+    expect(workers.get('1')).toBeUndefined();
+  });
+});
+
+describe('WorkerPool.sweep', () => {
+  const limit = FORGET_AFTER_HEARTBEATS * HEARTBEAT;
+
+  it('forgets NATS workers silent longer than 10 heartbeats and returns their ids', () => {
+    const workers = pool();
+    workers.apply(report(), 0, 'nats');
+    workers.apply(report({ worker_id: 2 }), 50, 'nats');
+    expect(workers.sweep(limit)).toEqual([]);
+    expect(workers.sweep(limit + 1)).toEqual(['1']);
+    expect(workers.get('1')).toBeUndefined();
+    expect(workers.get('2')).toBeDefined();
+  });
+
+  it('never forgets a push worker, however long it is silent', () => {
+    const workers = pool();
+    workers.apply(report(), 0, 'push', 'p:1');
+    expect(workers.sweep(100 * limit)).toEqual([]);
+  });
+
+  it('forgets nothing while NATS is down, and restarts the silence window when it comes back', () => {
+    const workers = pool();
+    workers.apply(report(), 0, 'nats');
+    workers.setSourceUp('nats', false, 10);
+    expect(workers.sweep(5 * limit)).toEqual([]);
+    workers.setSourceUp('nats', true, 5 * limit);
+    expect(workers.sweep(6 * limit)).toEqual([]);
+    expect(workers.sweep(6 * limit + 1)).toEqual(['1']);
+  });
+
+  it('does not move the silence window when a source that was up is reported up again', () => {
+    const workers = pool();
+    workers.apply(report(), 0, 'nats');
+    workers.setSourceUp('nats', true, limit);
+    expect(workers.sweep(limit + 1)).toEqual(['1']);
+  });
+});
