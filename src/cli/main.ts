@@ -10,6 +10,7 @@ import { registerEngineCommand } from '../tools/engine/command.js';
 import { registerFrontendCommand } from '../frontend/command.js';
 import { registerLoadCommand } from '../tools/load/command.js';
 import { applyUsageExit, processIo, type CommandIo } from '../platform/command-io.js';
+import { exitWithError } from '../platform/command-errors.js';
 import { registerDemoCommand } from './demo-command.js';
 import { RUN_HELP_EPILOGUE, registerRunCommand } from './run-command.js';
 
@@ -38,8 +39,7 @@ export async function main(argv: readonly string[], io: CommandIo = processIo): 
   } catch (err) {
     // Commander errors have been printed and turned into an exit code by applyUsageExit.
     if ((err as { code?: string }).code?.startsWith('commander.')) return;
-    io.stderr.write(`dynamo-sidecar: ${(err as Error).stack ?? String(err)}\n`);
-    io.exit(1);
+    exitWithError(io, { prefix: 'dynamo-sidecar: ' }, (err as Error).stack ?? String(err));
   }
 }
 
