@@ -2,8 +2,13 @@
  * dynamo-sidecar CLI: `run` (the default: the sidecar, or the sidecar-only demo without
  * --upstream), `frontend` (the OpenAI-compatible router; also the `dynamo-frontend` bin), `demo`
  * (the whole system on one machine), `engine` (the simulated vLLM engine) and `load` (the load
- * client). Usage errors exit 2 with one line
- * naming the offending flag or variable; --help exits 0.
+ * client). Usage errors exit 2 with one line per problem naming the offending flag or variable
+ * (platform/command-errors.ts); --help exits 0.
+ *
+ * Where a command lives: in the folder of the one part it runs (frontend/command.ts,
+ * tools/engine/command.ts, tools/load/command.ts). A command composing parts that may not import
+ * each other lives here: `run` (the sidecar embeds the simulated engine, a tool, in demo mode)
+ * and `demo` (everything), with what serves only them (status-line.ts).
  */
 import { Command } from 'commander';
 import { registerEngineCommand } from '../tools/engine/command.js';
