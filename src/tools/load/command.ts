@@ -11,7 +11,8 @@ import { describeOption, type OptionSpec } from '../../platform/config/option-sp
 import type { CommandIo } from '../../platform/command-io.js';
 import { applyUsageExit, onFirstSignal, processIo } from '../../platform/command-io.js';
 import { exitWithError, parseOrExit, type ErrorVoice } from '../../platform/command-errors.js';
-import { LOAD_OPTIONS, loadSettingsFromCli, type LoadCliValues } from './options.js';
+import { LOAD_OPTIONS } from './options.js';
+import { loadSettingsFromCli, type LoadCliValues } from './cli-options.js';
 import { formatProgress, formatSummary } from './report.js';
 
 export interface LoadCommandIo extends CommandIo {
