@@ -6,16 +6,17 @@
  * seconds; SIGINT/SIGTERM stops everything.
  */
 import type { Command } from 'commander';
-import { ConfigError } from '../platform/config/config-error.js';
+import { ConfigError, Problems } from '../platform/config/config-error.js';
 import { parseSidecarConfig } from '../sidecar/config/sidecar-config.js';
 import type { RunningEngine } from '../tools/engine/index.js';
-import { parseFrontendConfig } from '../frontend/frontend-config.js';
+import { parseFrontendConfig, type FrontendConfig } from '../frontend/frontend-config.js';
 import { FRONTEND_OPTIONS } from '../frontend/options.js';
 import { describeFrontend } from '../frontend/command.js';
 import type { RunningFrontend } from '../frontend/frontend.js';
 import { createLogger } from '../platform/log.js';
 import { startSidecar, type RunningSidecar } from '../sidecar/sidecar.js';
-import { USAGE_EXIT_CODE, applyUsageExit, onFirstSignal, waitForSignal, type CommandIo } from '../platform/command-io.js';
+import { applyUsageExit, onFirstSignal, waitForSignal, type CommandIo } from '../platform/command-io.js';
+import { exitWithError, parseOrExit, type ErrorVoice } from '../platform/command-errors.js';
 
 /** Each demo worker: small KV and caps, so 64 concurrent requests overload two of them. */
 export const DEMO_DEFAULTS = Object.freeze({
@@ -36,6 +37,26 @@ interface DemoFlags {
   quiet?: boolean;
 }
 
+const VOICE: ErrorVoice = { prefix: 'dynamo-sidecar demo: ' };
+
+/**
+ * The frontend's config for the demo's flags. --workers first, alone; then the others by the
+ * real parsers, so a bad value gets the same message as on the real commands, as the demo's.
+ */
+function parseDemoFlags(flags: DemoFlags): FrontendConfig {
+  const problems = new Problems();
+  const workers = Number(flags.workers);
+  if (!/^\d+$/.test(flags.workers) || workers < 1 || workers > 16) problems.report('--workers', `must be an integer in 1..16, got "${flags.workers}"`);
+  problems.check('ERR_DEMO_CONFIG');
+  try {
+    parseSidecarConfig({ engineRequestLimit: flags.engineRequestLimit }, {});
+    return parseFrontendConfig({ httpPort: flags.httpPort, activeDecodeBlocksThreshold: flags.activeDecodeBlocksThreshold, workers: ['127.0.0.1:1'] }, {});
+  } catch (err) {
+    if (!(err instanceof ConfigError)) throw err;
+    throw new ConfigError('ERR_DEMO_CONFIG', err.errors);
+  }
+}
+
 export function registerDemoCommand(program: Command, io: CommandIo): Command {
   const d = DEMO_DEFAULTS;
   const command = program
@@ -52,25 +73,9 @@ export function registerDemoCommand(program: Command, io: CommandIo): Command {
     .option('--quiet', 'no status line');
   applyUsageExit(command, io);
   command.action(async (flags: DemoFlags) => {
-    const workers = Number(flags.workers);
-    if (!/^\d+$/.test(flags.workers) || workers < 1 || workers > 16) {
-      io.stderr.write(`dynamo-sidecar demo: --workers must be an integer in 1..16, got "${flags.workers}"\n`);
-      return io.exit(USAGE_EXIT_CODE);
-    }
-    let frontendConfig;
-    try {
-      // Parsed by the real parsers, so a bad value gets the same message as on the real commands.
-      parseSidecarConfig({ engineRequestLimit: flags.engineRequestLimit }, {});
-      frontendConfig = parseFrontendConfig(
-        { httpPort: flags.httpPort, activeDecodeBlocksThreshold: flags.activeDecodeBlocksThreshold, workers: ['127.0.0.1:1'] },
-        {},
-      );
-    } catch (err) {
-      if (!(err instanceof ConfigError)) throw err;
-      for (const problem of err.problems) io.stderr.write(`dynamo-sidecar demo: ${problem}\n`);
-      return io.exit(USAGE_EXIT_CODE);
-    }
-    await runDemo(workers, flags, frontendConfig.httpPort, io);
+    const frontendConfig = parseOrExit(io, VOICE, () => parseDemoFlags(flags));
+    if (frontendConfig === undefined) return;
+    await runDemo(Number(flags.workers), flags, frontendConfig.httpPort, io);
   });
   return command;
 }
@@ -135,8 +140,7 @@ async function runDemo(count: number, flags: DemoFlags, httpPort: number, io: Co
     );
   } catch (err) {
     await stopAll();
-    io.stderr.write(`dynamo-sidecar demo: cannot start: ${(err as Error).message}\n`);
-    return io.exit(1);
+    return exitWithError(io, VOICE, `cannot start: ${(err as Error).message}`);
   }
   const status = flags.quiet
     ? undefined

@@ -2,14 +2,20 @@
  * dynamo-sidecar CLI: `run` (the default: the sidecar, or the sidecar-only demo without
  * --upstream), `frontend` (the OpenAI-compatible router; also the `dynamo-frontend` bin), `demo`
  * (the whole system on one machine), `engine` (the simulated vLLM engine) and `load` (the load
- * client). Usage errors exit 2 with one line
- * naming the offending flag or variable; --help exits 0.
+ * client). Usage errors exit 2 with one line per problem naming the offending flag or variable
+ * (platform/command-errors.ts); --help exits 0.
+ *
+ * Where a command lives: in the folder of the one part it runs (frontend/command.ts,
+ * tools/engine/command.ts, tools/load/command.ts). A command composing parts that may not import
+ * each other lives here: `run` (the sidecar embeds the simulated engine, a tool, in demo mode)
+ * and `demo` (everything), with what serves only them (status-line.ts).
  */
 import { Command } from 'commander';
 import { registerEngineCommand } from '../tools/engine/command.js';
 import { registerFrontendCommand } from '../frontend/command.js';
 import { registerLoadCommand } from '../tools/load/command.js';
 import { applyUsageExit, processIo, type CommandIo } from '../platform/command-io.js';
+import { exitWithError } from '../platform/command-errors.js';
 import { registerDemoCommand } from './demo-command.js';
 import { RUN_HELP_EPILOGUE, registerRunCommand } from './run-command.js';
 
@@ -38,8 +44,7 @@ export async function main(argv: readonly string[], io: CommandIo = processIo): 
   } catch (err) {
     // Commander errors have been printed and turned into an exit code by applyUsageExit.
     if ((err as { code?: string }).code?.startsWith('commander.')) return;
-    io.stderr.write(`dynamo-sidecar: ${(err as Error).stack ?? String(err)}\n`);
-    io.exit(1);
+    exitWithError(io, { prefix: 'dynamo-sidecar: ' }, (err as Error).stack ?? String(err));
   }
 }
 

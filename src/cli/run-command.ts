@@ -4,7 +4,6 @@
  * is the demo: an embedded simulated vLLM engine behind the sidecar, with demo limits.
  */
 import { Command, Option } from 'commander';
-import { ConfigError } from '../platform/config/config-error.js';
 import { describeEnvTypo, findEnvTypos } from '../platform/config/env-typos.js';
 import { formatHostPort } from '../platform/config/host-port.js';
 import { DEMO_STATUS_INTERVAL_MS, SIDECAR_OPTIONS, type RawFlags } from '../sidecar/config/options.js';
@@ -13,8 +12,9 @@ import { DEFAULT_REQUEST_QUEUE_LIMIT, parseSidecarConfig, type SidecarConfig } f
 import type { RunningEngine } from '../tools/engine/index.js';
 import { createLogger, redactUrlCredentials, type Logger } from '../platform/log.js';
 import { startSidecar, type RunningSidecar } from '../sidecar/sidecar.js';
-import { USAGE_EXIT_CODE, applyUsageExit, keepRunningOnHangup, onFirstSignal, waitForSignal, type CommandIo } from '../platform/command-io.js';
-import { StatusLine } from '../sidecar/status-line.js';
+import { applyUsageExit, keepRunningOnHangup, onFirstSignal, waitForSignal, type CommandIo } from '../platform/command-io.js';
+import { exitWithError, parseOrExit, type ErrorVoice } from '../platform/command-errors.js';
+import { StatusLine } from './status-line.js';
 import { reloadConfigFile } from '../sidecar/config-reload.js';
 import { setTimeout as sleep } from 'node:timers/promises';
 
@@ -35,6 +35,8 @@ Examples:
       --engine-metrics-url http://127.0.0.1:8000/metrics --nats-url nats://127.0.0.1:4222
 `;
 
+const VOICE: ErrorVoice = { prefix: 'dynamo-sidecar: ' };
+
 export function registerRunCommand(program: Command, io: CommandIo): Command {
   const run = program
     .command('run', { isDefault: true })
@@ -45,15 +47,8 @@ export function registerRunCommand(program: Command, io: CommandIo): Command {
   run.addHelpText('after', RUN_HELP_EPILOGUE);
   applyUsageExit(run, io);
   run.action(async (flags: RawFlags) => {
-    let config: SidecarConfig;
-    try {
-      config = parseSidecarConfig(flags, io.env);
-    } catch (err) {
-      if (!(err instanceof ConfigError)) throw err;
-      // Problems quote the bad value, which may be a URL with a password in it.
-      for (const problem of err.problems) io.stderr.write(`dynamo-sidecar: ${redactUrlCredentials(problem)}\n`);
-      return io.exit(USAGE_EXIT_CODE);
-    }
+    const config = parseOrExit(io, VOICE, () => parseSidecarConfig(flags, io.env));
+    if (config === undefined) return;
     await runSidecar(config, io, flags);
   });
   return run;
@@ -98,8 +93,7 @@ async function runSidecar(requested: SidecarConfig, io: CommandIo, flags: RawFla
   } catch (err) {
     await engine?.close();
     stopIgnoringHangup();
-    io.stderr.write(`dynamo-sidecar: cannot start: ${redactUrlCredentials((err as Error).message)}\n`);
-    return io.exit(1);
+    return exitWithError(io, VOICE, `cannot start: ${(err as Error).message}`);
   }
   // Listening before the startup line: a SIGTERM sent the moment it appears must drain, not kill.
   const signalReceived = waitForSignal(io);

@@ -4,11 +4,11 @@
  * in --help. Bad values exit 2 naming the flag or variable; a second signal exits at once.
  */
 import { Command, Option } from 'commander';
-import { ConfigError } from '../platform/config/config-error.js';
 import { describeEnvTypo, findEnvTypos } from '../platform/config/env-typos.js';
 import { describeOption, envOnlyHelp, type OptionSpec } from '../platform/config/option-spec.js';
 import { USAGE_EXIT_CODE, applyUsageExit, keepRunningOnHangup, onFirstSignal, waitForSignal, type CommandIo } from '../platform/command-io.js';
-import { createLogger, redactUrlCredentials, type Logger } from '../platform/log.js';
+import { exitWithError, parseOrExit, type ErrorVoice } from '../platform/command-errors.js';
+import { createLogger, type Logger } from '../platform/log.js';
 import { parseFrontendConfig, type FrontendConfig } from './frontend-config.js';
 import type { RunningFrontend } from './frontend.js';
 import { FRONTEND_OPTIONS, type FrontendRawFlags } from './options.js';
@@ -26,6 +26,8 @@ Examples:
   NATS_SERVER=nats://127.0.0.1:4222 dynamo-frontend --router-mode kv --active-prefill-tokens-threshold 10000
 `;
 
+const VOICE: ErrorVoice = { prefix: 'dynamo-frontend: ' };
+
 const collect = (value: string, previous: string[] = []): string[] => [...previous, value];
 
 export function registerFrontendCommand(program: Command, io: CommandIo): Command {
@@ -41,14 +43,8 @@ export function registerFrontendCommand(program: Command, io: CommandIo): Comman
   applyUsageExit(command, io);
   // Commander names the repeatable --worker's list `worker`; the table key is `workers`.
   command.action(async ({ worker, ...flags }: Omit<FrontendRawFlags, 'workers'> & { worker?: string[] }) => {
-    let config: FrontendConfig;
-    try {
-      config = parseFrontendConfig({ ...flags, workers: worker }, io.env);
-    } catch (err) {
-      if (!(err instanceof ConfigError)) throw err;
-      for (const problem of err.problems) io.stderr.write(`dynamo-frontend: ${redactUrlCredentials(problem)}\n`);
-      return io.exit(USAGE_EXIT_CODE);
-    }
+    const config = parseOrExit(io, VOICE, () => parseFrontendConfig({ ...flags, workers: worker }, io.env));
+    if (config === undefined) return;
     await runFrontend(config, io);
   });
   return command;
@@ -80,8 +76,7 @@ async function runFrontend(config: FrontendConfig, io: CommandIo): Promise<void>
     frontend = await startFrontend(config, { logger });
   } catch (err) {
     stopIgnoringHangup();
-    io.stderr.write(`dynamo-frontend: cannot start: ${redactUrlCredentials((err as Error).message)}\n`);
-    return io.exit(err instanceof NoLoadSourceError ? USAGE_EXIT_CODE : 1);
+    return exitWithError(io, VOICE, `cannot start: ${(err as Error).message}`, err instanceof NoLoadSourceError ? USAGE_EXIT_CODE : 1);
   }
   // Listening before the startup line: a SIGTERM sent the moment it appears must drain, not kill.
   const signalReceived = waitForSignal(io);

@@ -109,7 +109,7 @@ export function parseFrontendConfig(flags: FrontendRawFlags, env: Env): Frontend
     }),
     warnings: Object.freeze(warnings),
   };
-  read.check();
+  read.check('ERR_FRONTEND_CONFIG');
   return Object.freeze(config);
 }
 
@@ -124,7 +124,7 @@ function threshold(read: Reader, key: FrontendOptionKey, kind: 'fraction' | 'int
   const ok = Number.isFinite(value) && value >= 0 && (kind !== 'fraction' || value <= 1) && (kind !== 'integer' || Number.isSafeInteger(value));
   if (ok) return value;
   const expected = { fraction: 'a number in 0..1', integer: 'an integer >= 0', 'non-negative': 'a number >= 0' }[kind];
-  read.problems.push(`${found.source} must be ${expected} or "None", got "${found.value}"`);
+  read.report(found.source, `must be ${expected} or "None", got "${found.value}"`);
   return null;
 }
 
@@ -147,7 +147,7 @@ function parseWorkers(read: Reader, flagValues: readonly string[] | undefined): 
   const addresses: string[] = [];
   for (const value of values.map((v) => v.trim()).filter(Boolean)) {
     const parsed = parseHostPort(value, false);
-    if (typeof parsed === 'string') read.problems.push(`${source}: ${parsed}`);
+    if (typeof parsed === 'string') read.report(source, `: ${parsed}`);
     else {
       const address = formatHostPort(parsed);
       if (!addresses.includes(address)) addresses.push(address);

@@ -72,11 +72,12 @@ export function parseNatsSecurity<S extends Specs>(read: OptionReader<S>, natsCo
   const password = read.raw('natsPassword');
   const methods = [creds, token, user ?? password].filter((found) => found !== undefined);
   if (methods.length > 1) {
-    read.problems.push(`${methods.map((found) => found.source).join(', ')}: give one NATS authentication, not ${methods.length}`);
+    read.report(methods.map((found) => found.source).join(', '), `: give one NATS authentication, not ${methods.length}`);
     return Object.freeze({ tls, auth: undefined });
   }
   if ((user === undefined) !== (password === undefined)) {
-    read.problems.push(user ? `${user.source} needs ${read.names('natsPassword')}` : `${password!.source} needs ${read.names('natsUser')}`);
+    if (user) read.report(user.source, `needs ${read.names('natsPassword')}`);
+    else read.report(password!.source, `needs ${read.names('natsUser')}`);
     return Object.freeze({ tls, auth: undefined });
   }
   let auth: NatsAuth | undefined;
@@ -120,11 +121,11 @@ function checkedCreds<S extends Specs>(read: OptionReader<S>, found: { value: st
   try {
     text = readFileSync(file, 'utf8');
   } catch (err) {
-    read.problems.push(`${found.source}: "${file}": cannot read it (${(err as NodeJS.ErrnoException).code ?? (err as Error).message})`);
+    read.report(found.source, `: "${file}": cannot read it (${(err as NodeJS.ErrnoException).code ?? (err as Error).message})`);
     return undefined;
   }
   if (!/-----BEGIN NATS USER JWT-----/.test(text) || !/-----BEGIN USER NKEY SEED-----/.test(text)) {
-    read.problems.push(`${found.source}: "${file}" is not a NATS credentials file (expected a NATS USER JWT and a USER NKEY SEED block)`);
+    read.report(found.source, `: "${file}" is not a NATS credentials file (expected a NATS USER JWT and a USER NKEY SEED block)`);
     return undefined;
   }
   return { kind: 'creds', file };

@@ -11,6 +11,7 @@
  * line (a value may contain one). Names are environment-variable names; a name given twice is a
  * problem, not a silent "last wins". Values are never quoted in problems (a file may hold secrets).
  */
+import { OptionError } from './config-error.js';
 
 export interface EnvFile {
   /** Values by name; an empty value is kept (it reads as unset, as an empty variable does). */
@@ -22,22 +23,22 @@ export interface EnvFile {
 const LINE_RE = /^([A-Za-z_][A-Za-z0-9_]*)\s*=(.*)$/su;
 
 /** Parses the text; `label` names the file in problems (its path). */
-export function parseEnvFile(text: string, label: string): { file: EnvFile; problems: string[] } {
+export function parseEnvFile(text: string, label: string): { file: EnvFile; problems: OptionError[] } {
   const values: Record<string, string> = {};
   const lines: Record<string, number> = {};
-  const problems: string[] = [];
+  const problems: OptionError[] = [];
   text.split(/\r?\n/u).forEach((raw, index) => {
     const lineNo = index + 1;
     const line = raw.trim();
     if (line === '' || line.startsWith('#')) return;
     const match = LINE_RE.exec(line);
     if (!match) {
-      problems.push(`${label} line ${lineNo}: expected NAME=VALUE (an environment-variable name) or a # comment`);
+      problems.push(new OptionError(`${label} line ${lineNo}`, ': expected NAME=VALUE (an environment-variable name) or a # comment'));
       return;
     }
     const name = match[1]!;
     if (Object.hasOwn(values, name)) {
-      problems.push(`${label} line ${lineNo}: ${name} is already set on line ${lines[name]}`);
+      problems.push(new OptionError(`${label} line ${lineNo}`, `: ${name} is already set on line ${lines[name]}`));
       return;
     }
     values[name] = unquote(match[2]!.trim());

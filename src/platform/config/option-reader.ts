@@ -1,14 +1,15 @@
 /**
  * Reads a command's option values, flag over environment (over a config file's values, when one
  * is given), into typed values, collecting every problem (each naming the flag or variable it
- * came from) so a command reports them all at once with ConfigError. Sources are injected, so tests need no real environment. An empty
- * environment variable counts as unset, as compose files use `VAR=` to clear one.
+ * came from) with `report` so a command reports them all at once: `check(code)` throws one
+ * ConfigError (config-error.ts). Sources are injected, so tests need no real environment. An
+ * empty environment variable counts as unset, as compose files use `VAR=` to clear one.
  *
  * An unset option (or one whose value is refused) reads as its table entry's `default`, so the
  * default that --help shows is the one the parser gives; without a `default` it reads as
  * `undefined` (a switch: false).
  */
-import { ConfigError } from './config-error.js';
+import { Problems } from './config-error.js';
 import { parseHostPort, type HostPort } from './host-port.js';
 import type { OptionSpec } from './option-spec.js';
 
@@ -27,15 +28,15 @@ export interface FallbackValues {
 }
 
 /** Reads option values with flag-over-env(-over-fallback) precedence and names the source in every problem. */
-export class OptionReader<S extends Specs> {
-  readonly problems: string[] = [];
-
+export class OptionReader<S extends Specs> extends Problems {
   constructor(
     private readonly flags: Readonly<Record<string, string | boolean | undefined>>,
     private readonly env: Env,
     private readonly specs: S,
     private readonly fallback?: FallbackValues,
-  ) {}
+  ) {
+    super();
+  }
 
   /** The raw value and a label such as `--engine-request-limit`, `DYN_ENGINE_REQUEST_LIMIT` or the fallback's label. */
   raw(key: Key<S>): { value: string; source: string } | undefined {
@@ -72,7 +73,7 @@ export class OptionReader<S extends Specs> {
     const value = /^\d+$/.test(text) ? Number(text) : NaN;
     if (!Number.isSafeInteger(value) || value < min || value > max) {
       const range = max === Number.MAX_SAFE_INTEGER ? `an integer >= ${min}` : `an integer in ${min}..${max}`;
-      this.problems.push(`${found.source} must be ${range}, got "${found.value}"`);
+      this.report(found.source, `must be ${range}, got "${found.value}"`);
       return fallback;
     }
     return value;
@@ -84,7 +85,7 @@ export class OptionReader<S extends Specs> {
     if (!found) return fallback;
     const parsed = parseHostPort(found.value, allowZero);
     if (typeof parsed === 'string') {
-      this.problems.push(`${found.source}: ${parsed}`);
+      this.report(found.source, `: ${parsed}`);
       return fallback;
     }
     return parsed;
@@ -95,7 +96,7 @@ export class OptionReader<S extends Specs> {
     const found = this.raw(key);
     if (!found) return fallback;
     if ((choices as readonly string[]).includes(found.value)) return found.value as T;
-    this.problems.push(`${found.source} must be one of ${choices.join(', ')}, got "${found.value}"`);
+    this.report(found.source, `must be one of ${choices.join(', ')}, got "${found.value}"`);
     return fallback;
   }
 
@@ -106,7 +107,7 @@ export class OptionReader<S extends Specs> {
     if (!found) return fallback;
     const value = parseSwitch(found.value);
     if (value !== undefined) return value;
-    this.problems.push(`${found.source} must be true or false, got "${found.value}"`);
+    this.report(found.source, `must be true or false, got "${found.value}"`);
     return fallback;
   }
 
@@ -121,7 +122,7 @@ export class OptionReader<S extends Specs> {
       url = undefined;
     }
     if (!url || !protocols.includes(url.protocol)) {
-      this.problems.push(`${found.source} must be a ${protocols.map((p) => p.replace(':', '://')).join(' or ')} URL, got "${found.value}"`);
+      this.report(found.source, `must be a ${protocols.map((p) => p.replace(':', '://')).join(' or ')} URL, got "${found.value}"`);
       return undefined;
     }
     return url.href;
@@ -132,15 +133,10 @@ export class OptionReader<S extends Specs> {
     const found = this.raw(key);
     if (!found) return fallback;
     if (found.value.trim() === '') {
-      this.problems.push(`${found.source} must not be empty`);
+      this.report(found.source, `must not be empty`);
       return fallback;
     }
     return found.value.trim();
-  }
-
-  /** Throws ConfigError with every problem seen so far. */
-  check(): void {
-    if (this.problems.length) throw new ConfigError(this.problems);
   }
 }
 
@@ -169,7 +165,7 @@ export function parseNatsServers<S extends Specs & { readonly natsUrl: OptionSpe
     }
   });
   if (servers.length === 0 || bad.length) {
-    read.problems.push(`${found.source} must be nats://HOST:PORT (comma-separated for several), got "${found.value}"`);
+    read.report(found.source, `must be nats://HOST:PORT (comma-separated for several), got "${found.value}"`);
     return undefined;
   }
   return Object.freeze(servers);

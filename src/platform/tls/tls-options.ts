@@ -39,7 +39,7 @@ export function readServerTls<S extends Specs>(read: OptionReader<S>, keys: { ce
   if (!cert || !key) {
     const given = cert ?? key ?? ca;
     const missing = [...(cert ? [] : [keys.cert]), ...(key ? [] : [keys.key])];
-    if (given) read.problems.push(`${given.source} needs ${missing.map((k) => read.names(k)).join(' and ')}`);
+    if (given) read.report(given.source, `needs ${missing.map((k) => read.names(k)).join(' and ')}`);
     return undefined;
   }
   const files: ServerTlsConfig = { certFile: cert.value, keyFile: key.value, caFile: ca?.value };
@@ -62,12 +62,12 @@ export function readClientTls<S extends Specs>(
   const given = [ca, cert, key, serverName].filter((found) => found !== undefined);
   const enabled = keys.enabled === undefined ? given.length > 0 : read.boolean(keys.enabled);
   if (!enabled) {
-    for (const found of given) read.problems.push(`${found.source} has no effect without ${read.names(keys.enabled!)}`);
+    for (const found of given) read.report(found.source, `has no effect without ${read.names(keys.enabled!)}`);
     return undefined;
   }
-  if (cert && !key) read.problems.push(`${cert.source} needs ${read.names(keys.key)}`);
-  if (key && !cert) read.problems.push(`${key.source} needs ${read.names(keys.cert)}`);
-  if (serverName && /[\s/:]/.test(serverName.value)) read.problems.push(`${serverName.source} must be a host name, got "${serverName.value}"`);
+  if (cert && !key) read.report(cert.source, `needs ${read.names(keys.key)}`);
+  if (key && !cert) read.report(key.source, `needs ${read.names(keys.cert)}`);
+  if (serverName && /[\s/:]/.test(serverName.value)) read.report(serverName.source, `must be a host name, got "${serverName.value}"`);
   const pair = cert && key;
   const files: ClientTlsConfig = {
     caFile: ca?.value,
@@ -89,7 +89,7 @@ function checked<S extends Specs, T extends TlsFiles>(read: OptionReader<S>, fil
     readTlsMaterialSync(files);
   } catch (err) {
     if (!(err instanceof TlsFileError)) throw err;
-    read.problems.push(`${sources[err.role]?.source ?? err.role}: ${err.message}`);
+    read.report(sources[err.role]?.source ?? err.role, `: ${err.message}`);
     return undefined;
   }
   return Object.freeze(files);

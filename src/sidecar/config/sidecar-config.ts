@@ -11,11 +11,9 @@ import { MAX_TIMER_MS } from '../../protocol/grpc/deadline.js';
 import { isUnspecifiedHost } from './advertise-address.js';
 import { type HostPort } from '../../platform/config/host-port.js';
 import { SIDECAR_OPTIONS, type RawFlags, type SidecarOptionKey } from './options.js';
-import type { OptionSpec } from '../../platform/config/option-spec.js';
 import { OptionReader, parseNatsServers, type Env } from '../../platform/config/option-reader.js';
 import { readFileSync } from 'node:fs';
-import { parseEnvFile } from '../../platform/config/env-file.js';
-import { findEnvTypos } from '../../platform/config/env-typos.js';
+import { fromFile, readConfigFile } from './config-file.js';
 import { parseNatsSecurity, type NatsSecurity } from '../../platform/nats-security.js';
 import { readClientTls, readServerTls, type ClientTlsConfig, type ServerTlsConfig } from '../../platform/tls/tls-options.js';
 
@@ -191,7 +189,7 @@ export function parseSidecarConfig(flags: RawFlags, env: Env, readFile: (path: s
     SIDECAR_OPTIONS,
     file && { values: file.values, source: (name) => `${name} (${file.path} line ${file.lines[name]})` },
   );
-  if (file) read.problems.push(...file.problems);
+  if (file) read.reportAll(file.problems);
   const config: SidecarConfig = {
     listen: read.hostPort('listen', true),
     advertiseAddress: parseAdvertiseAddress(read),
@@ -220,50 +218,10 @@ export function parseSidecarConfig(flags: RawFlags, env: Env, readFile: (path: s
   const bounds = pushbackBoundsProblem(config);
   if (bounds) {
     const sources = (['retryPushbackMinMs', 'retryPushbackMaxMs'] as const).flatMap((key) => read.raw(key)?.source ?? []);
-    read.problems.push(`${sources.join(' and ')}: ${bounds}`);
+    read.report(sources.join(' and '), `: ${bounds}`);
   }
-  read.check();
+  read.check('ERR_SIDECAR_CONFIG');
   return Object.freeze(config);
-}
-
-interface ReadConfigFile {
-  readonly path: string;
-  readonly values: Readonly<Record<string, string>>;
-  readonly lines: Readonly<Record<string, number>>;
-  readonly problems: readonly string[];
-}
-
-/** Reads and checks --config-file: every name must be one of the table's environment names, except the file's own. */
-function readConfigFile(read: Reader, readFile: (path: string) => string): ReadConfigFile | undefined {
-  const found = read.raw('configFile');
-  if (!found) return undefined;
-  const path = found.value.trim();
-  let text: string;
-  try {
-    text = readFile(path);
-  } catch (err) {
-    return { path, values: {}, lines: {}, problems: [`${found.source}: cannot read ${JSON.stringify(path)}: ${(err as Error).message}`] };
-  }
-  const { file, problems } = parseEnvFile(text, path);
-  const known = (Object.values(SIDECAR_OPTIONS) as OptionSpec[]).map((spec) => spec.env);
-  for (const name of Object.keys(file.values)) {
-    const where = `${path} line ${file.lines[name]}`;
-    if (name === SIDECAR_OPTIONS.configFile.env) problems.push(`${where}: ${name} cannot be set in the config file itself`);
-    else if (!known.includes(name)) {
-      const typo = findEnvTypos({ [name]: 'x' }, known)[0];
-      problems.push(`${where}: ${name} is not a setting of the sidecar${typo ? `; did you mean ${typo.suggestion}?` : ''}`);
-    }
-  }
-  return { path, values: file.values, lines: file.lines, problems };
-}
-
-/** Settings the file decided: set (non-empty) there, by no flag, and by no non-empty variable. */
-function fromFile(read: Reader, flags: RawFlags, env: Env, values: Readonly<Record<string, string>>): SidecarOptionKey[] {
-  return (Object.keys(SIDECAR_OPTIONS) as SidecarOptionKey[]).filter((key) => {
-    const name = SIDECAR_OPTIONS[key].env;
-    const set = (value: unknown): boolean => typeof value === 'string' && value.trim() !== '';
-    return set(values[name]) && !set(env[name]) && (flags[key] === undefined || flags[key] === false) && read.raw(key) !== undefined;
-  });
 }
 
 /** Printable ASCII without spaces (it travels in an HTTP header), long enough not to be guessed; the value is never quoted. */
@@ -272,13 +230,11 @@ function parseAdminToken(read: Reader): string | undefined {
   if (!found) return undefined;
   const token = found.value.trim();
   if (!/^[\x21-\x7e]+$/u.test(token)) {
-    read.problems.push(`${found.source} must be printable ASCII without spaces (the value is not shown)`);
+    read.report(found.source, 'must be printable ASCII without spaces (the value is not shown)');
     return undefined;
   }
   if (token.length < MIN_ADMIN_TOKEN_LENGTH) {
-    read.problems.push(
-      `${found.source} must be at least ${MIN_ADMIN_TOKEN_LENGTH} characters, got ${token.length} (the value is not shown); e.g. openssl rand -hex 32`,
-    );
+    read.report(found.source, `must be at least ${MIN_ADMIN_TOKEN_LENGTH} characters, got ${token.length} (the value is not shown); e.g. openssl rand -hex 32`);
     return undefined;
   }
   return token;
@@ -332,7 +288,7 @@ function parseTlsConfig(read: Reader): SidecarTlsConfig {
     serverName: 'upstreamServerName',
   });
   if (upstream && read.raw('upstream') === undefined)
-    read.problems.push(`${read.raw('upstreamTls')!.source} needs ${read.names('upstream')} (the demo's embedded engine speaks h2c)`);
+    read.report(read.raw('upstreamTls')!.source, `needs ${read.names('upstream')} (the demo's embedded engine speaks h2c)`);
   return {
     ingress,
     system,
@@ -350,10 +306,10 @@ function parseEngineLoadSource(read: Reader): EngineLoadSource {
   const url = read.raw('engineMetricsUrl');
   const upstream = read.raw('upstream');
   if (source === 'scrape' && url === undefined && upstream !== undefined) {
-    read.problems.push(`${read.raw('engineLoadSource')!.source}: scrape needs the engine's metrics URL (${read.names('engineMetricsUrl')})`);
+    read.report(read.raw('engineLoadSource')!.source, `: scrape needs the engine's metrics URL (${read.names('engineMetricsUrl')})`);
   }
   if ((source === 'getloads' || source === 'traffic') && url !== undefined) {
-    read.problems.push(`${url.source} is set but ${read.raw('engineLoadSource')!.source} is "${source}", which does not scrape; remove one`);
+    read.report(url.source, `is set but ${read.raw('engineLoadSource')!.source} is "${source}", which does not scrape; remove one`);
   }
   return source;
 }
@@ -363,7 +319,7 @@ function parseAdvertiseAddress(read: Reader): HostPort | undefined {
   const key: SidecarOptionKey = 'advertiseAddress';
   const address = read.hostPort(key, true);
   if (address !== undefined && isUnspecifiedHost(address.host)) {
-    read.problems.push(`${read.raw(key)!.source}: host must be an address frontends can dial, not the wildcard "${address.host}"`);
+    read.report(read.raw(key)!.source, `: host must be an address frontends can dial, not the wildcard "${address.host}"`);
     return undefined;
   }
   return address;
@@ -374,7 +330,7 @@ function parseServedModelName(read: Reader): string | undefined {
   const key: SidecarOptionKey = 'servedModelName';
   const name = read.string(key);
   if (name !== undefined && /[\u0000-\u001f\u007f]/u.test(name)) {
-    read.problems.push(`${read.raw(key)!.source} must not contain control characters, got ${JSON.stringify(name)}`);
+    read.report(read.raw(key)!.source, `must not contain control characters, got ${JSON.stringify(name)}`);
     return undefined;
   }
   return name;

@@ -4,11 +4,13 @@
  *   simulated engine ready grpc=127.0.0.1:50051 metrics=http://127.0.0.1:9400/metrics model=simulated-model
  */
 import { Option, type Command } from 'commander';
-import { ConfigError } from '../../platform/config/config-error.js';
 import { describeOption } from '../../platform/config/option-spec.js';
 import type { CommandIo } from '../../platform/command-io.js';
-import { applyUsageExit, processIo, USAGE_EXIT_CODE, waitForSignal } from '../../platform/command-io.js';
-import { ENGINE_OPTIONS, engineOptionsFromCli, type EngineCliValues, type EngineOptions } from './options.js';
+import { applyUsageExit, processIo, waitForSignal } from '../../platform/command-io.js';
+import { exitWithError, parseOrExit, type ErrorVoice } from '../../platform/command-errors.js';
+import { ENGINE_OPTIONS, engineOptionsFromCli, type EngineCliValues } from './options.js';
+
+const VOICE: ErrorVoice = { prefix: 'error: ', oneLine: true };
 
 export function registerEngineCommand(program: Command, io: CommandIo = processIo): Command {
   const command = program
@@ -19,24 +21,15 @@ export function registerEngineCommand(program: Command, io: CommandIo = processI
   command.addHelpText('after', '\nEvery flag has an environment twin (DYN_SIM_ENGINE_*, shown with it); the flag wins when both are set.');
   applyUsageExit(command, io);
   command.action(async (values: EngineCliValues) => {
-    let options: EngineOptions;
-    try {
-      options = engineOptionsFromCli(values, io.env);
-    } catch (error) {
-      if (!(error instanceof ConfigError)) throw error;
-      io.stderr.write(`error: ${error.message}\n`);
-      io.exit(USAGE_EXIT_CODE);
-      return;
-    }
+    const options = parseOrExit(io, VOICE, () => engineOptionsFromCli(values, io.env));
+    if (options === undefined) return;
     let engine;
     try {
       // Loaded only by the command that runs it (the CLI's commands share one process image).
       const { startSimulatedEngine } = await import('./index.js');
       engine = await startSimulatedEngine(options);
     } catch (error) {
-      io.stderr.write(`error: cannot start the simulated engine: ${error instanceof Error ? error.message : String(error)}\n`);
-      io.exit(1);
-      return;
+      return exitWithError(io, VOICE, `cannot start the simulated engine: ${error instanceof Error ? error.message : String(error)}`);
     }
     const signal = waitForSignal(io);
     io.stdout.write(`simulated engine ready grpc=${engine.address} metrics=${engine.metricsUrl} model=${options.modelName}\n`);

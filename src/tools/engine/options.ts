@@ -6,7 +6,7 @@
  * Both validate the whole and report every problem at once (ConfigError), each naming its flag,
  * or the variable it came from.
  */
-import { ConfigError, OptionError } from '../../platform/config/config-error.js';
+import { Problems } from '../../platform/config/config-error.js';
 import { OptionReader, type Env } from '../../platform/config/option-reader.js';
 import type { OptionSpec } from '../../platform/config/option-spec.js';
 
@@ -164,7 +164,7 @@ function describe(rule: NumberRule): string {
 /** Where each value came from, for problems: the flag (also for library callers) or the env twin. */
 type Sources = Partial<Record<EngineKey, string>>;
 
-function checkNumber(key: NumericKey, value: unknown, source: string): OptionError | undefined {
+function checkNumber(key: NumericKey, value: unknown, source: string, problems: Problems): void {
   const rule = RULES[key];
   const ok =
     typeof value === 'number' &&
@@ -172,39 +172,38 @@ function checkNumber(key: NumericKey, value: unknown, source: string): OptionErr
     (!rule.integer || Number.isInteger(value)) &&
     (rule.minExclusive ? value > rule.min : value >= rule.min) &&
     value <= rule.max;
-  return ok ? undefined : new OptionError(source, `${describe(rule)}, got ${JSON.stringify(value)}`);
+  if (!ok) problems.report(source, `: ${describe(rule)}, got ${JSON.stringify(value)}`);
 }
 
 /** Merges overrides over the defaults and validates; throws {@link ConfigError}. */
 export function resolveEngineOptions(overrides: Partial<EngineOptions> = {}): EngineOptions {
-  return resolve(overrides, {});
+  const problems = new Problems();
+  const options = resolve(overrides, {}, problems);
+  problems.check('ERR_ENGINE_CONFIG');
+  return options;
 }
 
-function resolve(overrides: Partial<EngineOptions>, sources: Sources): EngineOptions {
+/** The merged options, valid only when it reported no problem. */
+function resolve(overrides: Partial<EngineOptions>, sources: Sources, problems: Problems): EngineOptions {
   const merged: EngineOptions = { ...DEFAULT_ENGINE_OPTIONS };
   for (const [key, value] of Object.entries(overrides)) {
     if (value !== undefined) (merged as unknown as Record<string, unknown>)[key] = value;
   }
   const source = (key: EngineKey): string => sources[key] ?? flagOf(key);
-  const errors: OptionError[] = [];
-  for (const key of Object.keys(RULES) as NumericKey[]) {
-    const error = checkNumber(key, merged[key], source(key));
-    if (error) errors.push(error);
-  }
+  const before = problems.problems.length;
+  for (const key of Object.keys(RULES) as NumericKey[]) checkNumber(key, merged[key], source(key), problems);
   for (const key of ['modelName', 'host'] as const) {
     if (typeof merged[key] !== 'string' || merged[key].trim() === '') {
-      errors.push(new OptionError(source(key), `must be a non-empty string, got ${JSON.stringify(merged[key])}`));
+      problems.report(source(key), `: must be a non-empty string, got ${JSON.stringify(merged[key])}`);
     }
   }
-  if (errors.length === 0 && merged.maxModelLen > merged.numGpuBlocks * merged.blockSize) {
-    errors.push(
-      new OptionError(
-        source('maxModelLen'),
-        `must not exceed the KV cache (${merged.numGpuBlocks} blocks * ${merged.blockSize} = ${merged.numGpuBlocks * merged.blockSize} tokens), got ${merged.maxModelLen}`,
-      ),
+  // Only when every value above is valid: the KV cache's size is computed from two of them.
+  if (problems.problems.length === before && merged.maxModelLen > merged.numGpuBlocks * merged.blockSize) {
+    problems.report(
+      source('maxModelLen'),
+      `: must not exceed the KV cache (${merged.numGpuBlocks} blocks * ${merged.blockSize} = ${merged.numGpuBlocks * merged.blockSize} tokens), got ${merged.maxModelLen}`,
     );
   }
-  if (errors.length > 0) throw ConfigError.of(errors);
   return Object.freeze(merged);
 }
 
@@ -225,7 +224,6 @@ export function engineOptionsFromCli(values: EngineCliValues, env: Env = {}): En
   const read = new OptionReader(values, env, ENGINE_OPTIONS);
   const overrides: Record<string, unknown> = {};
   const sources: Sources = {};
-  const errors: OptionError[] = [];
   for (const key of KEYS) {
     const found = read.raw(key);
     if (found === undefined) continue;
@@ -237,19 +235,13 @@ export function engineOptionsFromCli(values: EngineCliValues, env: Env = {}): En
     const trimmed = found.value.trim();
     const value = trimmed === '' ? Number.NaN : Number(trimmed);
     if (Number.isNaN(value)) {
-      errors.push(new OptionError(found.source, `${describe(RULES[key])}, got '${found.value}'`));
+      read.report(found.source, `: ${describe(RULES[key])}, got '${found.value}'`);
       continue;
     }
     overrides[key] = value;
   }
   // Unparsable values were left out above, so resolving still reports every other bad value.
-  let options: EngineOptions | undefined;
-  try {
-    options = resolve(overrides, sources);
-  } catch (error) {
-    if (!(error instanceof ConfigError)) throw error;
-    errors.push(...error.errors);
-  }
-  if (errors.length > 0 || options === undefined) throw ConfigError.of(errors);
+  const options = resolve(overrides, sources, read);
+  read.check('ERR_ENGINE_CONFIG');
   return options;
 }

@@ -7,17 +7,20 @@
  * for), 2 for invalid flags. SIGINT/SIGTERM stop early and still print the summary.
  */
 import { Option, type Command } from 'commander';
-import { ConfigError } from '../../platform/config/config-error.js';
 import { describeOption, type OptionSpec } from '../../platform/config/option-spec.js';
 import type { CommandIo } from '../../platform/command-io.js';
-import { applyUsageExit, onFirstSignal, processIo, USAGE_EXIT_CODE } from '../../platform/command-io.js';
-import { LOAD_OPTIONS, loadSettingsFromCli, type LoadCliValues, type LoadCommandSettings } from './options.js';
+import { applyUsageExit, onFirstSignal, processIo } from '../../platform/command-io.js';
+import { exitWithError, parseOrExit, type ErrorVoice } from '../../platform/command-errors.js';
+import { LOAD_OPTIONS } from './options.js';
+import { loadSettingsFromCli, type LoadCliValues } from './cli-options.js';
 import { formatProgress, formatSummary } from './report.js';
 
 export interface LoadCommandIo extends CommandIo {
   /** Where progress goes; stderr by default so that --json output stays clean. */
   readonly progress?: { write(text: string): unknown; readonly isTTY?: boolean };
 }
+
+const VOICE: ErrorVoice = { prefix: 'error: ', oneLine: true };
 
 const collect = (value: string, previous: string[] | undefined): string[] => [...(previous ?? []), value];
 
@@ -46,15 +49,8 @@ first chunk with content, HTTP 529 counts as rejected, other statuses as errors 
   );
   applyUsageExit(command, io);
   command.action(async (values: LoadCliValues) => {
-    let settings: LoadCommandSettings;
-    try {
-      settings = loadSettingsFromCli(values, io.env);
-    } catch (error) {
-      if (!(error instanceof ConfigError)) throw error;
-      io.stderr.write(`error: ${error.message}\n`);
-      io.exit(USAGE_EXIT_CODE);
-      return;
-    }
+    const settings = parseOrExit(io, VOICE, () => loadSettingsFromCli(values, io.env));
+    if (settings === undefined) return;
     const { options, json, quiet } = settings;
     const progressOut: { write(text: string): unknown; readonly isTTY?: boolean } = io.progress ?? io.stderr;
     const tty = progressOut.isTTY === true;
@@ -76,9 +72,7 @@ first chunk with content, HTTP 529 counts as rejected, other statuses as errors 
       summary = await runLoad({ ...options, progressIntervalMs: tty ? 250 : 1000 }, { onProgress, signal: abort.signal });
     } catch (error) {
       if (!(error instanceof LoadSetupError)) throw error;
-      io.stderr.write(`error: ${error.message}\n`);
-      io.exit(1);
-      return;
+      return exitWithError(io, VOICE, error.message);
     } finally {
       dispose();
     }

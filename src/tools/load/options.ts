@@ -1,15 +1,14 @@
 /**
  * Options of the load client, in one table: flag, environment twin (DYN_LOAD_CLIENT_*), typed
  * default and help text; the `load` command builds its commander options and --help from it.
- * CLI strings (flags over env, read with the OptionReader) go through {@link loadOptionsFromCli};
- * library callers pass numbers to {@link resolveLoadOptions}. Both validate the whole and report
+ * CLI strings (flags over env, read with the OptionReader) go through loadSettingsFromCli
+ * (cli-options.ts); library callers pass numbers to {@link resolveLoadOptions}. Both validate the whole and report
  * every problem at once (ConfigError), each naming its flag, or the variable it came from.
  * Two sibling modes share everything but the target: `target` (gRPC Generate at an engine or
  * sidecar) or `openai` (chat/completions at an OpenAI-compatible HTTP frontend); exactly one.
  */
-import { ConfigError, OptionError } from '../../platform/config/config-error.js';
+import { Problems } from '../../platform/config/config-error.js';
 import { parseHostPort } from '../../platform/config/host-port.js';
-import { OptionReader, parseSwitch, type Env } from '../../platform/config/option-reader.js';
 import type { OptionSpec } from '../../platform/config/option-spec.js';
 import { redactUrlCredentials } from '../../platform/log.js';
 
@@ -160,7 +159,7 @@ export const LOAD_OPTIONS = {
   quiet: { flag: '--quiet', env: 'DYN_LOAD_CLIENT_QUIET', default: false, help: 'no live progress' },
 } as const satisfies Readonly<Record<string, OptionSpec>>;
 
-type LoadOptionKey = keyof typeof LOAD_OPTIONS;
+export type LoadOptionKey = keyof typeof LOAD_OPTIONS;
 
 export const DEFAULT_LOAD_OPTIONS: Omit<LoadOptions, 'target' | 'openai'> = Object.freeze({
   model: undefined,
@@ -193,7 +192,7 @@ export const DEFAULT_CONCURRENCY: number = LOAD_OPTIONS.concurrency.default;
 const flagOf = (key: LoadOptionKey): string => LOAD_OPTIONS[key].flag.replace(/ .*/, '');
 
 /** Where each value came from, for problems: its flag, or the env twin it was read from. */
-type Sources = Partial<Record<LoadOptionKey, string>>;
+export type LoadOptionSources = Partial<Record<LoadOptionKey, string>>;
 
 const isInt = (v: unknown, min: number, max = Number.MAX_SAFE_INTEGER): v is number => typeof v === 'number' && Number.isInteger(v) && v >= min && v <= max;
 const isPositive = (v: unknown): v is number => typeof v === 'number' && Number.isFinite(v) && v > 0;
@@ -217,28 +216,29 @@ export function openAiBaseUrl(text: string): string | { readonly problem: string
   return `${url.origin}${path.endsWith('/v1') ? path : `${path}/v1`}`;
 }
 
-const ONLY_WITH_OPENAI = ['model', 'api', 'overloadStatus'] as const;
+/** The settings that apply only with --openai. */
+export const ONLY_WITH_OPENAI = ['model', 'api', 'overloadStatus'] as const;
 
 const sameStatuses = (a: readonly number[], b: readonly number[]): boolean => a.length === b.length && a.every((c, i) => c === b[i]);
 
 export function resolveLoadOptions(input: Partial<LoadOptions>): LoadOptions {
-  return resolve(input, {});
+  const problems = new Problems();
+  const options = resolveFrom(input, {}, problems);
+  problems.check('ERR_LOAD_CONFIG');
+  // check() has thrown unless resolve built them.
+  return options as LoadOptions;
 }
 
-function resolve(input: Partial<LoadOptions>, sources: Sources): LoadOptions {
+/** The resolved options, or undefined with every problem reported, each naming the value's source. */
+export function resolveFrom(input: Partial<LoadOptions>, sources: LoadOptionSources, problems: Problems): LoadOptions | undefined {
   const o = { ...DEFAULT_LOAD_OPTIONS, ...Object.fromEntries(Object.entries(input).filter(([, v]) => v !== undefined)) } as LoadOptions;
   const source = (key: LoadOptionKey): string => sources[key] ?? flagOf(key);
-  const errors: OptionError[] = [];
-  const bad = (flag: string, message: string, got: unknown): void => {
-    errors.push(new OptionError(flag, `${message}, got ${JSON.stringify(got)}`));
-  };
+  const bad = (flag: string, message: string, got: unknown): void => problems.report(flag, `: ${message}, got ${JSON.stringify(got)}`);
   let openai = o.openai;
   if (o.target !== undefined && o.openai !== undefined) {
-    errors.push(
-      new OptionError(source('openai'), `cannot be combined with ${source('target')}: drive either a gRPC target or an OpenAI-compatible HTTP server`),
-    );
+    problems.report(source('openai'), `: cannot be combined with ${source('target')}: drive either a gRPC target or an OpenAI-compatible HTTP server`);
   } else if (o.target === undefined && o.openai === undefined) {
-    errors.push(new OptionError(source('target'), 'is required (HOST:PORT of the engine or sidecar), or --openai URL of an OpenAI-compatible server'));
+    problems.report(source('target'), ': is required (HOST:PORT of the engine or sidecar), or --openai URL of an OpenAI-compatible server');
   }
   if (o.target !== undefined && typeof parseHostPort(String(o.target), false) === 'string') bad(source('target'), 'must be HOST:PORT', o.target);
   if (o.openai !== undefined) {
@@ -248,10 +248,10 @@ function resolve(input: Partial<LoadOptions>, sources: Sources): LoadOptions {
   } else {
     // Values other than the defaults (resolving resolved options again must pass); the CLI
     // also refuses the flags given with their default values.
-    if (o.model !== undefined) errors.push(new OptionError(source('model'), 'applies only with --openai'));
-    if (o.api !== DEFAULT_LOAD_OPTIONS.api) errors.push(new OptionError(source('api'), 'applies only with --openai'));
+    if (o.model !== undefined) problems.report(source('model'), ': applies only with --openai');
+    if (o.api !== DEFAULT_LOAD_OPTIONS.api) problems.report(source('api'), ': applies only with --openai');
     if (!Array.isArray(o.overloadStatuses) || !sameStatuses(o.overloadStatuses, DEFAULT_LOAD_OPTIONS.overloadStatuses)) {
-      errors.push(new OptionError(source('overloadStatus'), 'applies only with --openai'));
+      problems.report(source('overloadStatus'), ': applies only with --openai');
     }
   }
   if (o.model !== undefined && (typeof o.model !== 'string' || o.model.trim() === '')) bad(source('model'), 'must be a non-empty name', o.model);
@@ -260,7 +260,7 @@ function resolve(input: Partial<LoadOptions>, sources: Sources): LoadOptions {
     bad(source('overloadStatus'), 'must be HTTP status codes from 400 to 599', o.overloadStatuses);
   }
   if (o.concurrency !== undefined && o.rate !== undefined) {
-    errors.push(new OptionError(source('rate'), `cannot be combined with ${source('concurrency')}: choose a closed (concurrency) or open (rate) loop`));
+    problems.report(source('rate'), `: cannot be combined with ${source('concurrency')}: choose a closed (concurrency) or open (rate) loop`);
   }
   if (o.concurrency !== undefined && !isInt(o.concurrency, 1, 100_000)) bad(source('concurrency'), 'must be an integer from 1 to 100000', o.concurrency);
   if (o.rate !== undefined && !(isPositive(o.rate) && o.rate <= 1e6)) bad(source('rate'), 'must be a number > 0 and <= 1000000', o.rate);
@@ -283,7 +283,7 @@ function resolve(input: Partial<LoadOptions>, sources: Sources): LoadOptions {
     bad(source('retryMaxMs'), `must be a number >= ${o.retryBaseMs} (the first backoff)`, o.retryMaxMs);
   if (typeof o.graceS !== 'number' || !(o.graceS >= 0)) bad(source('graceS'), 'must be a number >= 0', o.graceS);
   if (!isPositive(o.progressIntervalMs)) bad('progressIntervalMs', 'must be > 0', o.progressIntervalMs);
-  if (errors.length > 0) throw ConfigError.of(errors);
+  if (problems.problems.length > 0) return undefined;
   const both = o.durationS === undefined && o.count === undefined;
   return Object.freeze({
     ...o,
@@ -293,128 +293,4 @@ function resolve(input: Partial<LoadOptions>, sources: Sources): LoadOptions {
     concurrency: o.rate === undefined ? (o.concurrency ?? DEFAULT_CONCURRENCY) : undefined,
     durationS: both ? DEFAULT_DURATION_S : o.durationS,
   });
-}
-
-/** "128" or "64-256" (inclusive). Returns undefined for anything else. */
-export function parseIntRange(text: string): IntRange | undefined {
-  const match = /^\s*(\d+)\s*(?:-\s*(\d+)\s*)?$/.exec(text);
-  if (!match) return undefined;
-  const min = Number(match[1]);
-  return { min, max: match[2] === undefined ? min : Number(match[2]) };
-}
-
-/** What commander hands the action, keyed like the table; a missing key is unset. */
-export interface LoadCliValues {
-  target?: string;
-  openai?: string;
-  model?: string;
-  api?: string;
-  /** Repeatable; each may be a comma-separated list. Added to 529. */
-  overloadStatus?: string | string[];
-  retryMaxMs?: string;
-  concurrency?: string;
-  rate?: string;
-  arrival?: string;
-  promptTokens?: string;
-  maxTokens?: string;
-  durationS?: string;
-  count?: string;
-  seed?: string;
-  deadlineMs?: string;
-  retry?: string;
-  graceS?: string;
-  /** false: --no-stream (commander sets true when it is absent). */
-  stream?: boolean;
-  json?: boolean;
-  quiet?: boolean;
-}
-
-/** The load command's settings: the run's options and how its summary and progress are shown. */
-export interface LoadCommandSettings {
-  readonly options: LoadOptions;
-  readonly json: boolean;
-  readonly quiet: boolean;
-}
-
-const NUMBER_KEYS = ['concurrency', 'rate', 'durationS', 'count', 'seed', 'deadlineMs', 'retry', 'retryMaxMs', 'graceS'] as const;
-const STRING_KEYS = ['arrival', 'target', 'openai', 'model', 'api'] as const;
-
-/** Strict parse of CLI strings, then {@link resolveLoadOptions}; throws ConfigError naming every bad flag or variable. */
-export function loadOptionsFromCli(values: LoadCliValues, env: Env = {}): LoadOptions {
-  return loadSettingsFromCli(values, env).options;
-}
-
-/**
- * Reads flags over their DYN_LOAD_CLIENT_* twins with the OptionReader, parses the strings
- * strictly, then resolves; throws ConfigError naming every bad flag or variable.
- */
-export function loadSettingsFromCli(values: LoadCliValues, env: Env = {}): LoadCommandSettings {
-  const { overloadStatus, stream, ...scalars } = values;
-  const flags = {
-    ...scalars,
-    overloadStatus: overloadStatus === undefined ? undefined : [overloadStatus].flat().join(','),
-    // Commander reports the absent --no-stream as stream=true; only the flag given means anything.
-    stream: stream === false ? 'false' : undefined,
-  };
-  const read = new OptionReader(flags, env, LOAD_OPTIONS);
-  const errors: OptionError[] = [];
-  const sources: Sources = {};
-  const found = (key: LoadOptionKey): { value: string; source: string } | undefined => {
-    const raw = read.raw(key);
-    if (raw !== undefined) sources[key] = raw.source;
-    return raw;
-  };
-  const out: Record<string, unknown> = {};
-  for (const key of STRING_KEYS) out[key] = found(key)?.value;
-  const openaiGiven = out['openai'] !== undefined;
-  if (!openaiGiven) {
-    for (const key of ONLY_WITH_OPENAI) {
-      const given = found(key);
-      if (given !== undefined) errors.push(new OptionError(given.source, 'applies only with --openai'));
-    }
-    // Refused above; not passed on, so they are not reported twice.
-    out['model'] = undefined;
-    out['api'] = undefined;
-  } else {
-    const statuses = found('overloadStatus');
-    if (statuses !== undefined) {
-      const codes = statuses.value.split(',').map((c) => (/^\s*\d{3}\s*$/.test(c) ? Number(c) : Number.NaN));
-      if (codes.some(Number.isNaN))
-        errors.push(new OptionError(statuses.source, `must be HTTP status codes such as 503 (comma-separated or repeated), got '${statuses.value}'`));
-      else out['overloadStatuses'] = [HTTP_OVERLOADED, ...codes];
-    }
-  }
-  for (const key of NUMBER_KEYS) {
-    const given = found(key);
-    if (given === undefined) continue;
-    const value = given.value.trim() === '' ? Number.NaN : Number(given.value);
-    if (Number.isNaN(value)) errors.push(new OptionError(given.source, `must be a number, got '${given.value}'`));
-    else out[key] = value;
-  }
-  for (const key of ['promptTokens', 'maxTokens'] as const) {
-    const given = found(key);
-    if (given === undefined) continue;
-    const range = parseIntRange(given.value);
-    if (range === undefined) errors.push(new OptionError(given.source, `must be an integer N or a range MIN-MAX, got '${given.value}'`));
-    else out[key] = range;
-  }
-  const switches = { stream: true, json: false, quiet: false };
-  for (const key of ['stream', 'json', 'quiet'] as const) {
-    const given = found(key);
-    const value = given === undefined ? read.defaultOf(key) : parseSwitch(given.value);
-    if (value === undefined) errors.push(new OptionError(given!.source, `must be true or false, got '${given!.value}'`));
-    else switches[key] = value;
-  }
-  out['stream'] = switches.stream;
-  let options: LoadOptions | undefined;
-  try {
-    options = resolve(out, sources);
-  } catch (error) {
-    if (!(error instanceof ConfigError)) throw error;
-    // A value already refused as unparsable is not reported again for its (absent) value.
-    const reported = new Set(errors.map((e) => e.flag));
-    errors.push(...error.errors.filter((e) => !reported.has(e.flag)));
-  }
-  if (errors.length > 0 || options === undefined) throw ConfigError.of(errors);
-  return { options, json: switches.json, quiet: switches.quiet };
 }

@@ -1,7 +1,8 @@
 /** The load client's option table: defaults, env twins, and problems naming the flag or the variable. */
 import { describe, expect, it } from 'vitest';
 import { ConfigError } from '../../../../src/platform/config/config-error.js';
-import { LOAD_OPTIONS, loadSettingsFromCli, resolveLoadOptions, type LoadCommandSettings } from '../../../../src/tools/load/options.js';
+import { LOAD_OPTIONS, resolveLoadOptions } from '../../../../src/tools/load/options.js';
+import { loadSettingsFromCli, type LoadCommandSettings } from '../../../../src/tools/load/cli-options.js';
 import { expectShownDefaultParsed } from '../../../support/option-defaults.js';
 
 type Key = keyof typeof LOAD_OPTIONS;

@@ -3,7 +3,8 @@ import { ConfigError } from '../../../../src/platform/config/config-error.js';
 import { Metadata } from '@grpc/grpc-js';
 import { describe, expect, it } from 'vitest';
 import { GrpcStatus } from '../../../../src/protocol/grpc/status.js';
-import { loadOptionsFromCli, parseIntRange, resolveLoadOptions } from '../../../../src/tools/load/options.js';
+import { resolveLoadOptions } from '../../../../src/tools/load/options.js';
+import { loadOptionsFromCli, parseIntRange } from '../../../../src/tools/load/cli-options.js';
 import { readPushback, retryDelayMs } from '../../../../src/tools/load/retry.js';
 import { LoadRecorder, percentile } from '../../../../src/tools/load/stats.js';
 

@@ -1,8 +1,10 @@
 /**
  * A compact status line on stdout every few seconds, for people watching the demo:
  *   [status] engine 32/32 | queued 16/16 | rejected 1520 (+304/s) | 2310 tok/s | upstream up
+ * It sits beside its one user, the run command (run-command.ts): it is console output, not part
+ * of the sidecar, which reports through its metrics and logs.
  */
-import type { RunningSidecar } from './sidecar.js';
+import type { RunningSidecar } from '../sidecar/sidecar.js';
 
 export class StatusLine {
   private readonly timer: NodeJS.Timeout;
