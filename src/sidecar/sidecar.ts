@@ -7,13 +7,16 @@
 import { performance } from 'node:perf_hooks';
 import { Registry } from 'prom-client';
 import { AdmissionControl, gateLimits } from './admission/admission-control.js';
+import { callsDone } from './admission/calls-done.js';
 import { AdmissionGate } from './admission/gate.js';
 import { RejectionLog } from './admission/rejection-log.js';
+import { RetryPushback } from './admission/retry-pushback.js';
 import { resolveAdvertiseAddress } from './config/advertise-address.js';
 import { formatHostPort, type HostPort } from '../platform/config/host-port.js';
 import { admissionSettingsOf, type SidecarConfig } from './config/sidecar-config.js';
 import { LoadReporting } from './load/load-reporting.js';
 import type { Logger } from '../platform/log.js';
+import { mulberry32 } from '../platform/prng.js';
 import { ClientTls } from '../platform/tls/client-tls.js';
 import { ServerTls, type TlsDeps } from '../platform/tls/server-tls.js';
 import { TlsMetrics } from '../platform/tls/tls-metrics.js';
@@ -69,10 +72,10 @@ export async function startSidecar(config: SidecarConfig, deps: SidecarDeps): Pr
 
   const stateListeners = new Set<() => void>();
   const notifyState = (): void => stateListeners.forEach((listener) => listener());
-  let onGateChange = (): void => {};
-  const gateListener = { onChange: () => onGateChange() };
   const { limit, queueLimit } = gateLimits(config);
-  const gate = new AdmissionGate(limit, queueLimit, gateListener);
+  const gate = new AdmissionGate(limit, queueLimit);
+  const settings = admissionSettingsOf(config);
+  const pushback = new RetryPushback(settings, gate, () => realClock.now(), mulberry32((Math.random() * 2 ** 32) >>> 0));
 
   const registry = new Registry();
   const { ingress: ingressTls, system: systemTls, upstream: upstreamTls } = config.tls;
@@ -84,13 +87,19 @@ export async function startSidecar(config: SidecarConfig, deps: SidecarDeps): Pr
 
   const { connections } = config;
   const upstream = new UpstreamPool(
-    { target, pingIntervalMs: connections.upstreamPingIntervalMs, pingTimeoutMs: connections.upstreamPingTimeoutMs, tls: upstreamClientTls },
+    {
+      target,
+      pingIntervalMs: connections.upstreamPingIntervalMs,
+      pingTimeoutMs: connections.upstreamPingTimeoutMs,
+      tls: upstreamClientTls,
+      now: () => realClock.now(),
+    },
     logger,
   );
   let draining = false;
   let drainAnnounced = false;
 
-  const metrics = new SidecarMetrics(registry, { gate, retryPushbackMs: (): number => admission.pushback.estimateMs() }, () => upstream.reachable);
+  const metrics = new SidecarMetrics(registry, { gate, retryPushbackMs: () => pushback.estimateMs() }, () => upstream.reachable);
   const reporting = new LoadReporting({
     config: config.load,
     gate,
@@ -100,15 +109,8 @@ export async function startSidecar(config: SidecarConfig, deps: SidecarDeps): Pr
     registry,
     logger,
   });
-  onGateChange = () => reporting.syncAdmission();
-  const admission: AdmissionControl = new AdmissionControl({
-    gate,
-    settings: admissionSettingsOf(config),
-    metrics,
-    onChange: () => reporting.admissionChanged(),
-    logger,
-    now: () => realClock.now(),
-  });
+  gate.subscribe(() => reporting.syncAdmission());
+  const admission = new AdmissionControl({ gate, settings, pushback, metrics, onChange: () => reporting.admissionChanged(), logger });
   const admissionState = (): Record<string, unknown> => ({ engine_request: gate.inEngine, request_queue: gate.queued });
   const rejectionLog = new RejectionLog(logger, admissionState);
   const observer: CallObserver = {
@@ -124,9 +126,7 @@ export async function startSidecar(config: SidecarConfig, deps: SidecarDeps): Pr
     gate,
     upstream,
     metrics,
-    get rejectionResponse() {
-      return admission.rejectionResponse();
-    },
+    retryPushbackMs: () => admission.retryPushbackMs(),
     get queueTimeoutMs() {
       return admission.queueTimeoutMs;
     },
@@ -153,6 +153,7 @@ export async function startSidecar(config: SidecarConfig, deps: SidecarDeps): Pr
     maxConcurrentStreams: connections.maxConcurrentStreams,
     idleTimeoutMs: connections.idleTimeoutMs,
     handshakeTimeoutMs: connections.handshakeTimeoutMs,
+    now: () => realClock.now(),
     logger,
     tls: ingressTls && ServerTls.load(ingressTls, 'ingress', tlsDeps!),
   });
@@ -213,10 +214,7 @@ export async function startSidecar(config: SidecarConfig, deps: SidecarDeps): Pr
         reporting.setDraining();
         logger.info('draining: admitting no new calls', { ...admissionState(), grace_ms: graceMs });
       }
-      const deadline = Date.now() + graceMs;
-      while (gate.inEngine + gate.queued > 0 && Date.now() < deadline) {
-        await new Promise((resolve) => setTimeout(resolve, 20));
-      }
+      await callsDone(gate, graceMs);
       return { remaining: gate.inEngine + gate.queued };
     },
     async close() {

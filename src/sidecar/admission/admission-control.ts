@@ -9,13 +9,10 @@
  * to the retry pushback, and to the load events (published at once, like on a rejection); it is
  * logged with each old and new value and its source, and counted.
  */
-import type { OutgoingHttpHeaders } from 'node:http2';
 import type { Logger } from '../../platform/log.js';
-import { mulberry32, type Random } from '../../platform/prng.js';
 import { LIVE_SETTINGS, pushbackBoundsProblem, type AdmissionSettings, type LiveSettingKey } from '../config/sidecar-config.js';
-import { overloadResponse } from '../proxy/call-error.js';
 import type { AdmissionGate } from './gate.js';
-import { RetryPushback } from './retry-pushback.js';
+import type { RetryPushback } from './retry-pushback.js';
 
 export type ChangeSource = 'api' | 'sighup';
 
@@ -54,10 +51,8 @@ export interface AdmissionControlDeps {
   /** After every change, once the gate has it: the load events go out now. */
   readonly onChange: () => void;
   readonly logger: Logger;
-  /** Monotonic milliseconds (the pushback's mean slot time). */
-  readonly now: () => number;
-  /** Jitter of adaptive pushback; seeded at random by default. */
-  readonly random?: Random;
+  /** Built first by the composition root: the metrics read its estimate too. Reconfigured on every change. */
+  readonly pushback: RetryPushback;
 }
 
 export interface LastChange {
@@ -69,13 +64,11 @@ export interface LastChange {
 export class AdmissionControl {
   readonly pushback: RetryPushback;
   private current: AdmissionSettings;
-  private fixedResponse: OutgoingHttpHeaders;
   private last: LastChange = { source: 'startup', at: Date.now() };
 
   constructor(private readonly deps: AdmissionControlDeps) {
     this.current = deps.settings;
-    this.pushback = new RetryPushback(deps.settings, deps.gate, deps.now, deps.random ?? mulberry32((Math.random() * 2 ** 32) >>> 0));
-    this.fixedResponse = overloadResponse(deps.settings.retryPushbackMs);
+    this.pushback = deps.pushback;
   }
 
   get settings(): AdmissionSettings {
@@ -91,9 +84,13 @@ export class AdmissionControl {
     return this.current.queueTimeoutMs;
   }
 
-  /** The whole RESOURCE_EXHAUSTED answer for one refusal: built once in fixed mode, per answer in adaptive mode. */
-  rejectionResponse(): OutgoingHttpHeaders {
-    return this.current.retryPushbackMode === 'fixed' ? this.fixedResponse : overloadResponse(this.pushback.nextMs());
+  /**
+   * The retry pushback (ms) to send with one refusal: the configured value in fixed mode, a fresh
+   * estimate in adaptive mode. A decision, not a wire answer: the proxy builds (and caches) the
+   * RESOURCE_EXHAUSTED headers around it.
+   */
+  retryPushbackMs(): number {
+    return this.current.retryPushbackMode === 'fixed' ? this.current.retryPushbackMs : this.pushback.nextMs();
   }
 
   /**
@@ -111,7 +108,6 @@ export class AdmissionControl {
     this.current = next;
     this.last = { source, at: Date.now() };
     this.pushback.configure(next);
-    if (next.retryPushbackMs !== before.retryPushbackMs) this.fixedResponse = overloadResponse(next.retryPushbackMs);
     const { limit, queueLimit } = gateLimits(next);
     const { gate } = this.deps;
     const inEngine = gate.inEngine;

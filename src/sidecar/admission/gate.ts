@@ -33,19 +33,11 @@ export type Admission =
   { readonly kind: 'admitted'; readonly permit: Permit } | { readonly kind: 'queued'; readonly ticket: QueueTicket } | { readonly kind: 'rejected' };
 
 /**
- * Told with the permit when a queued waiter reaches a slot: a function, or an object with
- * `onAdmitted` (a proxied call passes itself, so admitting a call allocates no closure). Must not throw.
+ * Told with the permit when a queued waiter reaches a slot. An object rather than a function: a
+ * proxied call passes itself, so admitting a call allocates no closure. Must not throw.
  */
-export type OnAdmit = ((permit: Permit) => void) | { onAdmitted(permit: Permit): void };
-
-export function notifyAdmitted(onAdmit: OnAdmit, permit: Permit): void {
-  if (typeof onAdmit === 'function') onAdmit(permit);
-  else onAdmit.onAdmitted(permit);
-}
-
-export interface GateListener {
-  /** After any change of inEngine or queued; keep it cheap, it runs on the hot path. */
-  onChange(): void;
+export interface OnAdmit {
+  onAdmitted(permit: Permit): void;
 }
 
 const REJECTED: Admission = Object.freeze({ kind: 'rejected' });
@@ -96,11 +88,11 @@ export class AdmissionGate {
    * @param limit max calls in the engine; `Infinity` admits everything (admission off).
    * @param queueLimit max calls waiting; 0 means reject as soon as the engine is full.
    */
-  constructor(
-    limit: number,
-    queueLimit: number,
-    private readonly listener?: GateListener,
-  ) {
+  // Subscribers to every change of inEngine or queued (load reporting, the drain). An array, read
+  // on the hot path; subscribing and unsubscribing are rare.
+  private listeners: readonly (() => void)[] = [];
+
+  constructor(limit: number, queueLimit: number) {
     checkLimits(limit, queueLimit);
     this.limitValue = limit;
     this.queueLimitValue = queueLimit;
@@ -131,7 +123,7 @@ export class AdmissionGate {
     this.queueLimitValue = queueLimit;
     if (this.handingOff) return; // the hand-off loop further up the stack reads the new limit
     this.handOff();
-    this.listener?.onChange();
+    this.changed();
   }
 
   /** Calls currently holding an engine slot. */
@@ -144,9 +136,20 @@ export class AdmissionGate {
     return this.queueCount;
   }
 
-  /** True when a new call would be rejected right now. */
-  get full(): boolean {
-    return this.engineCount >= this.limitValue && this.queueCount >= this.queueLimitValue;
+  /**
+   * Calls `listener` after every change of inEngine or queued, until the returned function is
+   * called. Keep it cheap: it runs on the hot path. Subscribing after construction lets the
+   * composition root build the gate before what watches it.
+   */
+  subscribe(listener: () => void): () => void {
+    this.listeners = [...this.listeners, listener];
+    return () => {
+      this.listeners = this.listeners.filter((each) => each !== listener);
+    };
+  }
+
+  private changed(): void {
+    for (const listener of this.listeners) listener();
   }
 
   /**
@@ -156,7 +159,7 @@ export class AdmissionGate {
   acquire(onAdmit: OnAdmit): Admission {
     if (this.engineCount < this.limitValue && this.queueCount === 0) {
       this.engineCount++;
-      this.listener?.onChange();
+      this.changed();
       return { kind: 'admitted', permit: new SlotPermit(this.freeOneSlot) };
     }
     if (this.queueCount < this.queueLimitValue) {
@@ -166,7 +169,7 @@ export class AdmissionGate {
       else this.head = waiter;
       this.tail = waiter;
       this.queueCount++;
-      this.listener?.onChange();
+      this.changed();
       return { kind: 'queued', ticket: waiter };
     }
     return REJECTED;
@@ -180,14 +183,14 @@ export class AdmissionGate {
     else this.tail = waiter.prev;
     waiter.prev = waiter.next = undefined;
     this.queueCount--;
-    this.listener?.onChange();
+    this.changed();
   }
 
   private freeSlot(): void {
     this.engineCount--;
     if (this.handingOff) return; // the loop below, further up the stack, hands this slot on
     this.handOff();
-    this.listener?.onChange();
+    this.changed();
   }
 
   /** Free slots go to the head of the queue, oldest first, until none is free or nobody waits. */
@@ -200,7 +203,7 @@ export class AdmissionGate {
         const waiter = this.head;
         this.unlinkForAdmission(waiter);
         this.engineCount++;
-        notifyAdmitted(waiter.onAdmit, new SlotPermit(this.freeOneSlot));
+        waiter.onAdmit.onAdmitted(new SlotPermit(this.freeOneSlot));
       }
     } finally {
       this.handingOff = false;

@@ -89,9 +89,9 @@ export interface CallContext {
   readonly gate: Pick<AdmissionGate, 'acquire'>;
   readonly upstream: UpstreamConnector;
   readonly metrics: CallMetrics;
-  /** The whole RESOURCE_EXHAUSTED answer, read once per refusal (see overloadResponse): fixed, or with an adaptive pushback. */
-  readonly rejectionResponse: OutgoingHttpHeaders;
-  /** A call queued longer than this is refused with rejectionResponse; read when it queues. 0 or unset: none. */
+  /** The retry pushback (ms) for one refusal, asked once per refusal: fixed, or adaptive (admission decides; the proxy builds the answer). */
+  retryPushbackMs(): number;
+  /** A call queued longer than this is refused with RESOURCE_EXHAUSTED; read when it queues. 0 or unset: none. */
   readonly queueTimeoutMs?: number;
   readonly clock: CallClock;
   /**

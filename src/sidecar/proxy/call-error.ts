@@ -31,13 +31,20 @@ const OVERLOAD_HEADERS = Object.freeze(trailersOnlyHeaders(STATUS_OF_KIND.worker
 
 /**
  * The Trailers-Only RESOURCE_EXHAUSTED answer with its retry hint. Rejections are the one
- * answer sent thousands of times a second under overload, so it is built once per pushback
- * value (once for good with a fixed pushback), without constructing an Error (and its stack
- * trace) per rejected call.
+ * answer sent thousands of times a second under overload, so it is built without constructing an
+ * Error (and its stack trace) per rejected call, and the last one is kept: with a fixed pushback
+ * every refusal reuses one frozen object.
  */
 export function overloadResponse(retryPushbackMs: number): OutgoingHttpHeaders {
+  if (retryPushbackMs !== lastOverload.ms) lastOverload = { ms: retryPushbackMs, headers: buildOverloadResponse(retryPushbackMs) };
+  return lastOverload.headers;
+}
+
+function buildOverloadResponse(retryPushbackMs: number): OutgoingHttpHeaders {
   return Object.freeze({ ...OVERLOAD_HEADERS, 'grpc-retry-pushback-ms': String(retryPushbackMs) });
 }
+
+let lastOverload = { ms: NaN, headers: OVERLOAD_HEADERS as OutgoingHttpHeaders };
 
 export class CallError extends Error {
   override readonly name = 'CallError';

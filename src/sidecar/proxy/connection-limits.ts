@@ -26,6 +26,8 @@ export interface ConnectionLimitOptions {
   readonly idleTimeoutMs: number;
   readonly handshakeTimeoutMs: number;
   readonly logger: Logger;
+  /** Milliseconds for the idle clock (Date.now unless a test gives a fake). */
+  readonly now?: () => number;
 }
 
 /** How long a closing idle connection may take to finish before it is destroyed. */
@@ -50,12 +52,14 @@ class ConnectionTracker {
   private handshakeTimer: NodeJS.Timeout | undefined;
   private livenessTimer: NodeJS.Timeout | undefined;
   private pingOutstanding = false;
+  private readonly now: () => number;
 
   constructor(
     private readonly session: Http2Session,
     private readonly options: ConnectionLimitOptions,
   ) {
-    this.idleSince = Date.now();
+    this.now = options.now ?? Date.now;
+    this.idleSince = this.now();
     this.handshakeTimer = setTimeout(() => this.onHandshakeTimeout(), options.handshakeTimeoutMs);
     this.handshakeTimer.unref();
     session.once('remoteSettings', () => this.onHandshakeDone());
@@ -92,7 +96,7 @@ class ConnectionTracker {
   }
 
   streamClosed(): void {
-    if (--this.openStreams === 0) this.idleSince = Date.now();
+    if (--this.openStreams === 0) this.idleSince = this.now();
   }
 
   private onHandshakeDone(): void {
@@ -102,7 +106,7 @@ class ConnectionTracker {
     this.livenessTimer.unref();
     const idleMs = this.options.idleTimeoutMs;
     if (idleMs > 0) {
-      this.idleSince = Date.now();
+      this.idleSince = this.now();
       this.idleTimer = setTimeout(() => this.onIdleCheck(), idleMs);
       this.idleTimer.unref();
     }
@@ -136,7 +140,7 @@ class ConnectionTracker {
   /** One timer per connection, re-armed for the rest of the idle period instead of per stream. */
   private onIdleCheck(): void {
     const idleMs = this.options.idleTimeoutMs;
-    const idleFor = Date.now() - this.idleSince;
+    const idleFor = this.now() - this.idleSince;
     if (this.openStreams > 0 || idleFor < idleMs) {
       this.idleTimer = setTimeout(() => this.onIdleCheck(), this.openStreams > 0 ? idleMs : idleMs - idleFor);
       this.idleTimer.unref();

@@ -33,7 +33,7 @@ import type { Permit, QueueTicket } from '../admission/gate.js';
 import { MAX_FORWARDED_TIMEOUT_MS, MAX_TIMER_MS, formatGrpcTimeout } from '../../protocol/grpc/deadline.js';
 import { statusTrailers, trailersOnlyHeaders } from '../../protocol/grpc/respond.js';
 import { GrpcStatus, parseStatus } from '../../protocol/grpc/status.js';
-import { CallError } from './call-error.js';
+import { CallError, overloadResponse } from './call-error.js';
 import type { CallContext, DispatchTurn, DownstreamStream, TrafficTap, UpstreamStream } from './call-context.js';
 import * as listeners from './call-listeners.js';
 import { CALL, type CallEvents, type WithCall } from './call-listeners.js';
@@ -126,7 +126,7 @@ export class ProxiedCall implements OpenCall, DispatchTurn, StreamFaultSink, Cal
       this.ctx.metrics.rejected('queue_full');
       this.ctx.observer?.rejected();
       this.terminate(GrpcStatus.RESOURCE_EXHAUSTED);
-      this.respondDown(this.ctx.rejectionResponse, RESPOND_END_STREAM);
+      this.respondDown(overloadResponse(this.ctx.retryPushbackMs()), RESPOND_END_STREAM);
       return this.discardRequest();
     }
     this.openCalls?.add(this);
@@ -228,7 +228,7 @@ export class ProxiedCall implements OpenCall, DispatchTurn, StreamFaultSink, Cal
         this.ctx.metrics.rejected('queue_timeout');
         this.ctx.observer?.rejected();
         this.terminate(GrpcStatus.RESOURCE_EXHAUSTED);
-        this.respondDown(this.ctx.rejectionResponse, RESPOND_END_STREAM);
+        this.respondDown(overloadResponse(this.ctx.retryPushbackMs()), RESPOND_END_STREAM);
         return this.discardRequest();
       case 'dispatching': // admitted in time: the timer was cleared, a late one changes nothing
       case 'awaiting_response':

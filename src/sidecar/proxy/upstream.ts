@@ -39,6 +39,8 @@ export interface UpstreamOptions {
   readonly reconnectMaxMs?: number;
   /** HTTP/2 over TLS (ALPN h2) with these files, each new session taking the current ones; undefined: h2c. */
   readonly tls?: ClientTls | undefined;
+  /** Monotonic milliseconds for PING round trips (performance.now unless a test gives a fake). */
+  readonly now?: () => number;
 }
 
 /** How far a new session got: a TLS session's TCP connect and handshake are told apart in reasons. */
@@ -89,11 +91,13 @@ export class UpstreamPool {
   private readonly silentSessionMs: number;
   private readonly reconnectMinMs: number;
   private readonly reconnectMaxMs: number;
+  private readonly now: () => number;
 
   constructor(
     private readonly options: UpstreamOptions,
     private readonly logger: Logger,
   ) {
+    this.now = options.now ?? ((): number => performance.now());
     this.authority = `${options.tls ? 'https' : 'http'}://${formatHostPort(options.target)}`;
     this.pingIntervalMs = options.pingIntervalMs ?? DEFAULT_UPSTREAM_PING_INTERVAL_MS;
     this.pingTimeoutMs = options.pingTimeoutMs ?? DEFAULT_UPSTREAM_PING_TIMEOUT_MS;
@@ -255,7 +259,7 @@ export class UpstreamPool {
    * answer marks it reachable again; after silentSessionMs the session is destroyed.
    */
   private watchLiveness(session: ClientHttp2Session, progress: SessionProgress, setCloseReason: (reason: string) => void): void {
-    let probeSentAt = performance.now();
+    let probeSentAt = this.now();
     let overdue = false;
     let overdueTimer: NodeJS.Timeout | undefined;
     let silenceTimer: NodeJS.Timeout | undefined;
@@ -263,7 +267,7 @@ export class UpstreamPool {
     const isCurrent = (): boolean => this.session === session;
 
     const startProbeTimers = (what: () => string): void => {
-      probeSentAt = performance.now();
+      probeSentAt = this.now();
       overdue = false;
       overdueTimer = unrefTimer(
         setTimeout(() => {
@@ -292,7 +296,7 @@ export class UpstreamPool {
       clearTimeout(overdueTimer);
       clearTimeout(silenceTimer);
       overdueTimer = silenceTimer = undefined;
-      if (isCurrent()) this.setState('reachable', undefined, overdue ? { lateAnswerMs: Math.round(performance.now() - probeSentAt) } : undefined);
+      if (isCurrent()) this.setState('reachable', undefined, overdue ? { lateAnswerMs: Math.round(this.now() - probeSentAt) } : undefined);
       nextPingTimer = unrefTimer(setTimeout(ping, this.pingIntervalMs));
     };
     const ping = (): void => {

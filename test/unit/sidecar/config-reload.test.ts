@@ -7,6 +7,7 @@ import { reloadConfigFile } from '../../../src/sidecar/config-reload.js';
 import type { RawFlags } from '../../../src/sidecar/config/options.js';
 import { admissionSettingsOf, parseSidecarConfig } from '../../../src/sidecar/config/sidecar-config.js';
 import { recordingLogger } from '../../support/recording-logger.js';
+import { RetryPushback } from '../../../src/sidecar/admission/retry-pushback.js';
 
 const PATH = '/etc/dynamo/sidecar.env';
 
@@ -29,8 +30,7 @@ function setup(startText: string, flags: RawFlags = {}, env: Record<string, stri
     metrics: { admissionChanged: (source) => counted.push(source) },
     onChange: () => {},
     logger,
-    now: () => 0,
-    random: mulberry32(1),
+    pushback: new RetryPushback(settings, gate, () => 0, mulberry32(1)),
   });
   const reload = (text: string) => {
     disk.text = text;

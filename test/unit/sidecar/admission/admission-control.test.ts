@@ -5,6 +5,8 @@ import { AdmissionControl, gateLimits, settingsJson, type ChangeSource } from '.
 import { AdmissionGate, type Permit } from '../../../../src/sidecar/admission/gate.js';
 import { admissionSettingsOf, parseSidecarConfig } from '../../../../src/sidecar/config/sidecar-config.js';
 import { recordingLogger } from '../../../support/recording-logger.js';
+import { RetryPushback } from '../../../../src/sidecar/admission/retry-pushback.js';
+import { admitting } from '../../../support/admitting.js';
 
 function setup(flags: Record<string, string> = { engineRequestLimit: '2' }) {
   const settings = admissionSettingsOf(parseSidecarConfig(flags, {}));
@@ -19,8 +21,7 @@ function setup(flags: Record<string, string> = { engineRequestLimit: '2' }) {
     metrics: { admissionChanged: (source) => counted.push(source) },
     onChange: () => events.push(`published limit=${gate.limit}`),
     logger,
-    now: () => 0,
-    random: mulberry32(3),
+    pushback: new RetryPushback(settings, gate, () => 0, mulberry32(3)),
   });
   return { gate, control, counted, events, logger };
 }
@@ -45,7 +46,7 @@ describe('AdmissionControl', () => {
   it('applies a partial change to the gate at once, then publishes, logs old -> new with the source, and counts it', () => {
     const { control, gate, counted, events, logger } = setup();
     const admitted: number[] = [];
-    for (let i = 0; i < 6; i++) gate.acquire(() => admitted.push(i));
+    for (let i = 0; i < 6; i++) gate.acquire(admitting(() => admitted.push(i)));
     expect([gate.inEngine, gate.queued]).toEqual([2, 4]);
     expect(control.change({ engineRequestLimit: 4, requestQueueLimit: 8 }, 'api')).toEqual({ changed: ['engineRequestLimit', 'requestQueueLimit'] });
     expect([gate.inEngine, gate.queued, gate.limit, gate.queueLimit]).toEqual([4, 2, 4, 8]);
@@ -67,7 +68,7 @@ describe('AdmissionControl', () => {
   it('turns admission off (null) and on again, logged as null', () => {
     const { control, gate, logger } = setup();
     const held: Permit[] = [];
-    for (let i = 0; i < 5; i++) gate.acquire((p) => held.push(p));
+    for (let i = 0; i < 5; i++) gate.acquire(admitting((p) => held.push(p)));
     control.change({ engineRequestLimit: undefined }, 'sighup');
     expect([gate.inEngine, gate.queued, gate.limit]).toEqual([5, 0, Infinity]);
     control.change({ engineRequestLimit: 3 }, 'api');
@@ -94,21 +95,17 @@ describe('AdmissionControl', () => {
     expect(counted).toEqual([]);
   });
 
-  it('answers refusals with the fixed pushback, built once, and with a jittered estimate in adaptive mode', () => {
+  it('decides the pushback of each refusal: the fixed value, or a jittered estimate in adaptive mode', () => {
     const { control, gate } = setup();
-    const first = control.rejectionResponse();
-    expect(first['grpc-retry-pushback-ms']).toBe('250');
-    expect(first['grpc-status']).toBe('8');
-    expect(first['grpc-message']).toBe('Server overloaded: worker at capacity');
-    expect(control.rejectionResponse()).toBe(first);
+    expect(control.retryPushbackMs()).toBe(250);
     control.change({ retryPushbackMs: 40 }, 'api');
-    expect(control.rejectionResponse()['grpc-retry-pushback-ms']).toBe('40');
-    for (let i = 0; i < 18; i++) gate.acquire(() => {});
+    expect(control.retryPushbackMs()).toBe(40);
+    for (let i = 0; i < 18; i++) gate.acquire({ onAdmitted: () => {} });
     control.pushback.slotHeld(1600);
     control.change({ retryPushbackMode: 'adaptive' }, 'api');
     // 16 queued + 1, N = 2, 1600 ms per call: 13,600 ms, above the default maximum of 10,000.
     expect(control.pushback.estimateMs()).toBe(10_000);
-    const values = Array.from({ length: 200 }, () => Number(control.rejectionResponse()['grpc-retry-pushback-ms']));
+    const values = Array.from({ length: 200 }, () => control.retryPushbackMs());
     expect(Math.min(...values)).toBeGreaterThanOrEqual(7500);
     expect(Math.max(...values)).toBeLessThanOrEqual(10_000);
     expect(new Set(values).size).toBeGreaterThan(20);

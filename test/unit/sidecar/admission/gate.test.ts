@@ -1,21 +1,22 @@
 import { describe, expect, it } from 'vitest';
 import { AdmissionGate, type Permit, type QueueTicket } from '../../../../src/sidecar/admission/gate.js';
 import { mulberry32 } from '../../../../src/platform/prng.js';
+import { admitting } from '../../../support/admitting.js';
 
 describe('AdmissionGate', () => {
   it('admits while a slot is free, queues Q more, rejects beyond', () => {
     const gate = new AdmissionGate(2, 2);
-    const kinds = Array.from({ length: 6 }, () => gate.acquire(() => {}).kind);
+    const kinds = Array.from({ length: 6 }, () => gate.acquire(admitting(() => {})).kind);
     expect(kinds).toEqual(['admitted', 'admitted', 'queued', 'queued', 'rejected', 'rejected']);
-    expect([gate.inEngine, gate.queued, gate.full]).toEqual([2, 2, true]);
+    expect([gate.inEngine, gate.queued]).toEqual([2, 2]);
   });
 
   it('hands a released slot to the head of the queue, in arrival order', () => {
     const gate = new AdmissionGate(1, 3);
     const order: number[] = [];
-    const first = gate.acquire(() => {});
+    const first = gate.acquire(admitting(() => {}));
     const permits: Permit[] = [];
-    for (const id of [1, 2, 3]) gate.acquire((p) => (order.push(id), permits.push(p)));
+    for (const id of [1, 2, 3]) gate.acquire(admitting((p) => (order.push(id), permits.push(p))));
     if (first.kind !== 'admitted') throw new Error('first call should be admitted');
     first.permit.release();
     expect(order).toEqual([1]);
@@ -25,29 +26,17 @@ describe('AdmissionGate', () => {
     expect(order).toEqual([1, 2, 3]);
   });
 
-  it('tells an object waiter through onAdmitted, in the same order as function waiters', () => {
-    const gate = new AdmissionGate(1, 3);
-    const order: string[] = [];
-    const first = gate.acquire(() => {});
-    const permits: Permit[] = [];
-    gate.acquire({ onAdmitted: (p) => (order.push('object'), permits.push(p)) });
-    gate.acquire((p) => (order.push('function'), permits.push(p)));
-    if (first.kind !== 'admitted') throw new Error('first call should be admitted');
-    first.permit.release();
-    permits[0]!.release();
-    expect(order).toEqual(['object', 'function']);
-    expect([gate.inEngine, gate.queued]).toEqual([1, 0]);
-  });
-
   it('never lets a newcomer overtake a queued call', () => {
     const gate = new AdmissionGate(1, 2);
-    const held = gate.acquire(() => {});
+    const held = gate.acquire(admitting(() => {}));
     const admittedFromQueue: string[] = [];
-    gate.acquire(() => {
-      admittedFromQueue.push('queued');
-      // Re-entrant arrival while the slot is being handed over: it must queue, not take a slot.
-      expect(gate.acquire(() => admittedFromQueue.push('late')).kind).toBe('queued');
-    });
+    gate.acquire(
+      admitting(() => {
+        admittedFromQueue.push('queued');
+        // Re-entrant arrival while the slot is being handed over: it must queue, not take a slot.
+        expect(gate.acquire(admitting(() => admittedFromQueue.push('late'))).kind).toBe('queued');
+      }),
+    );
     if (held.kind !== 'admitted') throw new Error('expected admitted');
     held.permit.release();
     expect(admittedFromQueue).toEqual(['queued']);
@@ -56,7 +45,7 @@ describe('AdmissionGate', () => {
 
   it('releases a slot only once however often release() is called', () => {
     const gate = new AdmissionGate(2, 2);
-    const a = gate.acquire(() => {});
+    const a = gate.acquire(admitting(() => {}));
     if (a.kind !== 'admitted') throw new Error('expected admitted');
     a.permit.release();
     a.permit.release();
@@ -67,10 +56,10 @@ describe('AdmissionGate', () => {
 
   it('removes a cancelled waiter at once, and cancel after admission is a no-op', () => {
     const gate = new AdmissionGate(1, 3);
-    const held = gate.acquire(() => {});
+    const held = gate.acquire(admitting(() => {}));
     const admitted: string[] = [];
-    const a = gate.acquire(() => admitted.push('a'));
-    const b = gate.acquire(() => admitted.push('b'));
+    const a = gate.acquire(admitting(() => admitted.push('a')));
+    const b = gate.acquire(admitting(() => admitted.push('b')));
     if (a.kind !== 'queued' || b.kind !== 'queued' || held.kind !== 'admitted') throw new Error('unexpected admission');
     expect(a.ticket.cancel()).toBe(true);
     expect(a.ticket.cancel()).toBe(false);
@@ -83,9 +72,9 @@ describe('AdmissionGate', () => {
 
   it('hands the slot on without recursion when admitted waiters release at once', () => {
     const gate = new AdmissionGate(1, 50_000);
-    const held = gate.acquire(() => {});
+    const held = gate.acquire(admitting(() => {}));
     let admittedCount = 0;
-    for (let i = 0; i < 50_000; i++) gate.acquire((p) => (admittedCount++, p.release()));
+    for (let i = 0; i < 50_000; i++) gate.acquire(admitting((p) => (admittedCount++, p.release())));
     if (held.kind !== 'admitted') throw new Error('expected admitted');
     held.permit.release();
     expect(admittedCount).toBe(50_000);
@@ -94,7 +83,7 @@ describe('AdmissionGate', () => {
 
   it('with an infinite limit admits everything and never queues (admission off)', () => {
     const gate = new AdmissionGate(Infinity, 0);
-    for (let i = 0; i < 10_000; i++) expect(gate.acquire(() => {}).kind).toBe('admitted');
+    for (let i = 0; i < 10_000; i++) expect(gate.acquire(admitting(() => {})).kind).toBe('admitted');
     expect(gate.inEngine).toBe(10_000);
   });
 
@@ -103,15 +92,21 @@ describe('AdmissionGate', () => {
     expect(() => new AdmissionGate(1, -1)).toThrow(RangeError);
   });
 
-  it('tells its listener about every change', () => {
+  it('tells its subscribers about every change, until they unsubscribe', () => {
     let changes = 0;
-    const gate = new AdmissionGate(1, 1, { onChange: () => changes++ });
-    const a = gate.acquire(() => {});
-    gate.acquire(() => {});
-    gate.acquire(() => {}); // rejected: no change
+    let other = 0;
+    const gate = new AdmissionGate(1, 1);
+    gate.subscribe(() => changes++);
+    const unsubscribe = gate.subscribe(() => other++);
+    const a = gate.acquire(admitting(() => {}));
+    gate.acquire(admitting(() => {}));
+    gate.acquire(admitting(() => {})); // rejected: no change
     expect(changes).toBe(2);
+    expect(other).toBe(2);
+    unsubscribe();
     if (a.kind === 'admitted') a.permit.release();
     expect(changes).toBe(3);
+    expect(other).toBe(2);
   });
 
   // Hammer: random interleavings of arrive / release / cancel, checking the invariants after every step.
@@ -130,12 +125,14 @@ describe('AdmissionGate', () => {
       const r = random();
       if (r < 0.5) {
         const id = nextId++;
-        const admission = gate.acquire((permit) => {
-          admissionOrder.push(id);
-          const at = waiting.findIndex((w) => w.id === id);
-          waiting.splice(at, 1);
-          holding.push(permit);
-        });
+        const admission = gate.acquire(
+          admitting((permit) => {
+            admissionOrder.push(id);
+            const at = waiting.findIndex((w) => w.id === id);
+            waiting.splice(at, 1);
+            holding.push(permit);
+          }),
+        );
         if (admission.kind === 'admitted') holding.push(admission.permit);
         else if (admission.kind === 'queued') {
           waiting.push({ id, ticket: admission.ticket });
@@ -174,11 +171,11 @@ describe('AdmissionGate.setLimits (live N and Q)', () => {
     const permits: Permit[] = [];
     const order: number[] = [];
     for (let i = 0; i < limit; i++) {
-      const a = gate.acquire(() => {});
+      const a = gate.acquire(admitting(() => {}));
       if (a.kind !== 'admitted') throw new Error('expected admitted');
       permits.push(a.permit);
     }
-    for (let id = 0; id < queued; id++) expect(gate.acquire((p) => (order.push(id), permits.push(p))).kind).toBe('queued');
+    for (let id = 0; id < queued; id++) expect(gate.acquire(admitting((p) => (order.push(id), permits.push(p)))).kind).toBe('queued');
     return { gate, permits, order };
   }
 
@@ -198,7 +195,7 @@ describe('AdmissionGate.setLimits (live N and Q)', () => {
     expect([gate.inEngine, gate.queued]).toEqual([6, 3]);
     expect(permits.every((p) => !p.released)).toBe(true);
     // A newcomer queues behind the waiters (room in the queue), it does not take a slot.
-    expect(gate.acquire(() => order.push(99)).kind).toBe('queued');
+    expect(gate.acquire(admitting(() => order.push(99))).kind).toBe('queued');
     for (let i = 0; i < 4; i++) permits[i]!.release(); // 6 -> 2 in the engine: still no free slot
     expect(order).toEqual([]);
     expect(gate.inEngine).toBe(2);
@@ -211,13 +208,13 @@ describe('AdmissionGate.setLimits (live N and Q)', () => {
     const { gate, permits, order } = filled(1, 6, 5);
     gate.setLimits(1, 2);
     expect(gate.queued).toBe(5);
-    expect(gate.acquire(() => {}).kind).toBe('rejected');
+    expect(gate.acquire(admitting(() => {})).kind).toBe('rejected');
     for (let i = 0; i < 3; i++) permits.shift()!.release();
     expect(order).toEqual([0, 1, 2]);
     expect(gate.queued).toBe(2);
-    expect(gate.acquire(() => {}).kind).toBe('rejected'); // 2 waiting, Q = 2: full
+    expect(gate.acquire(admitting(() => {})).kind).toBe('rejected'); // 2 waiting, Q = 2: full
     permits.shift()!.release();
-    expect(gate.acquire(() => order.push(7)).kind).toBe('queued');
+    expect(gate.acquire(admitting(() => order.push(7))).kind).toBe('queued');
     while (permits.length) permits.shift()!.release();
     expect(order).toEqual([0, 1, 2, 3, 4, 7]); // every waiter admitted, in arrival order
   });
@@ -226,23 +223,23 @@ describe('AdmissionGate.setLimits (live N and Q)', () => {
     const { gate, order } = filled(2, 4, 4);
     gate.setLimits(Infinity, 0);
     expect(order).toEqual([0, 1, 2, 3]);
-    expect([gate.inEngine, gate.queued, gate.full]).toEqual([6, 0, false]);
-    for (let i = 0; i < 1000; i++) expect(gate.acquire(() => {}).kind).toBe('admitted');
+    expect([gate.inEngine, gate.queued]).toEqual([6, 0]);
+    for (let i = 0; i < 1000; i++) expect(gate.acquire(admitting(() => {})).kind).toBe('admitted');
   });
 
   it('turning admission on with more calls in the engine than N behaves like lowering N', () => {
     const gate = new AdmissionGate(Infinity, 0);
     const permits: Permit[] = [];
     for (let i = 0; i < 10; i++) {
-      const a = gate.acquire(() => {});
+      const a = gate.acquire(admitting(() => {}));
       if (a.kind === 'admitted') permits.push(a.permit);
     }
     gate.setLimits(4, 2);
     expect([gate.inEngine, gate.queued]).toEqual([10, 0]);
     const admitted: string[] = [];
-    expect(gate.acquire(() => admitted.push('a')).kind).toBe('queued');
-    expect(gate.acquire(() => admitted.push('b')).kind).toBe('queued');
-    expect(gate.acquire(() => {}).kind).toBe('rejected');
+    expect(gate.acquire(admitting(() => admitted.push('a'))).kind).toBe('queued');
+    expect(gate.acquire(admitting(() => admitted.push('b'))).kind).toBe('queued');
+    expect(gate.acquire(admitting(() => {})).kind).toBe('rejected');
     for (let i = 0; i < 6; i++) permits[i]!.release();
     expect(admitted).toEqual([]);
     permits[6]!.release();
@@ -252,12 +249,13 @@ describe('AdmissionGate.setLimits (live N and Q)', () => {
 
   it('takes a change made from inside an admission callback: the hand-off goes on under the new N, in order', () => {
     let changes = 0;
-    const gate = new AdmissionGate(1, 8, { onChange: () => changes++ });
-    const held = gate.acquire(() => {});
+    const gate = new AdmissionGate(1, 8);
+    gate.subscribe(() => changes++);
+    const held = gate.acquire(admitting(() => {}));
     const order: number[] = [];
     // The first waiter, once admitted, raises N to 4 while the gate is still handing its slot over.
-    gate.acquire(() => (order.push(0), gate.setLimits(4, 8)));
-    for (const id of [1, 2, 3, 4]) gate.acquire(() => order.push(id));
+    gate.acquire(admitting(() => (order.push(0), gate.setLimits(4, 8))));
+    for (const id of [1, 2, 3, 4]) gate.acquire(admitting(() => order.push(id)));
     if (held.kind !== 'admitted') throw new Error('expected admitted');
     changes = 0;
     held.permit.release();
@@ -268,7 +266,8 @@ describe('AdmissionGate.setLimits (live N and Q)', () => {
 
   it('tells its listener about a change, and refuses limits the constructor refuses', () => {
     let changes = 0;
-    const gate = new AdmissionGate(2, 2, { onChange: () => changes++ });
+    const gate = new AdmissionGate(2, 2);
+    gate.subscribe(() => changes++);
     gate.setLimits(3, 4);
     expect(changes).toBe(1);
     expect([gate.limit, gate.queueLimit]).toEqual([3, 4]);
@@ -298,14 +297,16 @@ describe('AdmissionGate.setLimits (live N and Q)', () => {
       const r = random();
       if (r < 0.45) {
         const id = nextId++;
-        const admission = gate.acquire((permit) => {
-          admissionOrder.push(id);
-          waiting.splice(
-            waiting.findIndex((w) => w.id === id),
-            1,
-          );
-          holding.push(permit);
-        });
+        const admission = gate.acquire(
+          admitting((permit) => {
+            admissionOrder.push(id);
+            waiting.splice(
+              waiting.findIndex((w) => w.id === id),
+              1,
+            );
+            holding.push(permit);
+          }),
+        );
         if (admission.kind === 'admitted') {
           expect(before.inEngine, 'admitted only below the limit').toBeLessThan(limit);
           expect(before.queued, 'admitted only with nobody waiting').toBe(0);

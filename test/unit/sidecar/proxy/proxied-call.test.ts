@@ -5,15 +5,15 @@
  */
 import { constants, type IncomingHttpHeaders } from 'node:http2';
 import { describe, expect, it } from 'vitest';
-import { AdmissionGate, notifyAdmitted, type Admission, type OnAdmit, type Permit } from '../../../../src/sidecar/admission/gate.js';
+import { AdmissionGate, type Admission, type OnAdmit, type Permit } from '../../../../src/sidecar/admission/gate.js';
 import { mulberry32 } from '../../../../src/platform/prng.js';
 import { MAX_TIMER_MS } from '../../../../src/protocol/grpc/deadline.js';
 import { GrpcStatus } from '../../../../src/protocol/grpc/status.js';
 import { silentLogger } from '../../../../src/platform/log.js';
 import type { CallContext, CallMetrics, CallObserver, DispatchTurn } from '../../../../src/sidecar/proxy/call-context.js';
-import { overloadResponse } from '../../../../src/sidecar/proxy/call-error.js';
 import { ENGINE_UNAVAILABLE_MESSAGE, ProxiedCall, type CallPhase, type OpenCall } from '../../../../src/sidecar/proxy/proxied-call.js';
 import { FakeConnector, FakeDownstream, errorWithCode, fakeClock, type FakeUpstream } from '../../../support/fake-call-streams.js';
+import { admitting } from '../../../support/admitting.js';
 
 const { NGHTTP2_CANCEL, NGHTTP2_NO_ERROR, NGHTTP2_FLAG_END_STREAM } = constants;
 const DEADLINE_MS = 1000;
@@ -90,13 +90,13 @@ function harness(
   let blocker: Permit | undefined;
   const turns: DispatchTurn[] = [];
   if (options.queued) {
-    const held = gate.acquire(() => {});
+    const held = gate.acquire(admitting(() => {}));
     if (held.kind !== 'admitted') throw new Error('blocker not admitted');
     blocker = held.permit;
   }
   const countingGate = {
     acquire(onAdmit: OnAdmit): Admission {
-      const admission = gate.acquire((permit) => notifyAdmitted(onAdmit, counted(permit)));
+      const admission = gate.acquire(admitting((permit) => onAdmit.onAdmitted(counted(permit))));
       return admission.kind === 'admitted' ? { kind: 'admitted', permit: counted(admission.permit) } : admission;
     },
   };
@@ -104,7 +104,7 @@ function harness(
     gate: countingGate,
     upstream: connector,
     metrics,
-    rejectionResponse: overloadResponse(250),
+    retryPushbackMs: () => 250,
     clock,
     scheduleDispatch: (call) => turns.push(call),
     logger: silentLogger,
@@ -580,8 +580,8 @@ describe('ProxiedCall outcomes', () => {
 
   it('rejects with the prebuilt RESOURCE_EXHAUSTED answer when engine and queue are full', () => {
     const gateHolder = harness({ queued: true });
-    gateHolder.gate.acquire(() => {});
-    gateHolder.gate.acquire(() => {}); // queue of 2 now full
+    gateHolder.gate.acquire(admitting(() => {}));
+    gateHolder.gate.acquire(admitting(() => {})); // queue of 2 now full
     gateHolder.call.start();
     expect(gateHolder.down.outcome).toBe(`status ${GrpcStatus.RESOURCE_EXHAUSTED}`);
     expect(gateHolder.metrics.events).toContain('rejected');

@@ -12,6 +12,8 @@ import { AdmissionGate } from '../../../../src/sidecar/admission/gate.js';
 import { admissionSettingsOf, parseSidecarConfig } from '../../../../src/sidecar/config/sidecar-config.js';
 import { AdminApi, parseChange } from '../../../../src/sidecar/system/admin-api.js';
 import { recordingLogger } from '../../../support/recording-logger.js';
+import { RetryPushback } from '../../../../src/sidecar/admission/retry-pushback.js';
+import { admitting } from '../../../support/admitting.js';
 
 const TOKEN = 'test-token-0123456789abcdef';
 
@@ -33,8 +35,7 @@ function setup(token: string | null = TOKEN) {
     metrics: { admissionChanged: (source) => changes.push(source) },
     onChange: () => {},
     logger,
-    now: () => 0,
-    random: mulberry32(1),
+    pushback: new RetryPushback(settings, gate, () => 0, mulberry32(1)),
   });
   const api = new AdminApi({ token: token ?? undefined, control, gate, logger });
   const request = async (method: string, options: { auth?: string | null; body?: string; type?: string; path?: string } = {}): Promise<Answer> => {
@@ -130,7 +131,7 @@ describe('admin API: on and off', () => {
 describe('admin API: GET and PUT', () => {
   it('GET: the settings by their load-event and flag names, and a read-only state', async () => {
     const { request, gate } = setup();
-    gate.acquire(() => {});
+    gate.acquire(admitting(() => {}));
     const answer = await request('GET');
     expect(answer.status).toBe(200);
     expect(answer.body).toEqual({
