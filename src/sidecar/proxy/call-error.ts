@@ -26,6 +26,8 @@ const STATUS_OF_KIND = {
 export type CallErrorKind = keyof typeof STATUS_OF_KIND;
 
 export const WORKER_AT_CAPACITY_MESSAGE = 'Server overloaded: worker at capacity';
+export const DEADLINE_BEFORE_ENGINE = 'Deadline exceeded before the call reached the engine';
+export const SHUTDOWN_MESSAGE = 'worker shutting down: call cut at the end of the drain grace period';
 
 const OVERLOAD_HEADERS = Object.freeze(trailersOnlyHeaders(STATUS_OF_KIND.worker_at_capacity, WORKER_AT_CAPACITY_MESSAGE));
 

@@ -31,12 +31,6 @@ export const CALL = Symbol('dynamo-sidecar.call');
 export type WithCall<S> = S & { [CALL]: CallEvents };
 
 export function ignore(): void {}
-export function onDeadline(this: CallEvents): void {
-  this.onDeadline();
-}
-export function onQueueTimeout(this: CallEvents): void {
-  this.onQueueTimeout();
-}
 /** For both 'close' and 'aborted' (a reset while our side was open): either way the client is gone. */
 export function onClientGone(this: WithCall<DownstreamStream>): void {
   this[CALL].onClientGone();
@@ -76,4 +70,32 @@ export function onEngineDrain(this: WithCall<UpstreamStream>): void {
 }
 export function onEngineData(this: WithCall<UpstreamStream>, chunk: Buffer): void {
   this[CALL].onEngineData(chunk);
+}
+
+// ---- attaching them, phase by phase ------------------------------------------------------------
+
+/** Once admitted (queued or holding a slot): the client going away ends the call in any phase. */
+export function listenForClientGone(down: DownstreamStream): void {
+  down.on('close', onClientGone);
+  down.on('aborted', onClientGone);
+}
+
+/** On dispatch: the engine's whole stream, and the client's request body, which is read only from now on. */
+export function listenToEngineAndClientBody(up: UpstreamStream, down: DownstreamStream): void {
+  up.on('response', onEngineResponse);
+  up.on('trailers', onEngineTrailers);
+  up.on('error', onEngineError);
+  up.on('aborted', onEngineAborted);
+  up.on('close', onEngineClose);
+  up.on('end', onEngineEnd);
+  up.on('drain', onEngineDrain);
+  down.on('data', onClientData);
+  down.on('end', onClientEnd);
+}
+
+/** Once the response headers went out: the engine's body, the client's flow control and its trailers. */
+export function listenToResponseBody(up: UpstreamStream, down: DownstreamStream): void {
+  down.on('wantTrailers', onClientWantTrailers);
+  down.on('drain', onClientDrain);
+  up.on('data', onEngineData);
 }

@@ -32,7 +32,8 @@ import { CallError } from './call-error.js';
 import type { CallContext } from './call-context.js';
 import { limitConnection, trackStream, type ConnectionLimitOptions } from './connection-limits.js';
 import type { LocalService } from './local-service.js';
-import { ProxiedCall, type OpenCall } from './proxied-call.js';
+import type { OpenCall } from './call-phases.js';
+import { ProxiedCall } from './proxied-call.js';
 import { RAW_REQUEST_HEADERS, type RawHeaders } from './request-headers.js';
 import { STREAM_WINDOW_BYTES } from './upstream.js';
 

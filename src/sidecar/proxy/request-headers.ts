@@ -5,7 +5,8 @@
  * normalised to the one value HTTP/2 allows. Node's server accepts these from clients, so
  * without this step one request could break the call or the shared engine session.
  */
-import type { IncomingHttpHeaders } from 'node:http2';
+import type { IncomingHttpHeaders, OutgoingHttpHeaders } from 'node:http2';
+import { MAX_FORWARDED_TIMEOUT_MS, formatGrpcTimeout } from '../../protocol/grpc/deadline.js';
 
 /** Hop-by-hop fields that HTTP/2 does not carry; dropped before forwarding. */
 const CONNECTION_SPECIFIC_HEADERS = Object.freeze(['connection', 'http2-settings', 'keep-alive', 'proxy-connection', 'transfer-encoding', 'upgrade']);
@@ -26,6 +27,23 @@ export function rawRequestHeadersSupported(version: string): boolean {
 }
 
 export const RAW_REQUEST_HEADERS = rawRequestHeadersSupported(process.versions.node);
+
+/**
+ * The headers a call is sent to the engine with: the client's, made forwardable, with the time
+ * left of the call's deadline as `grpc-timeout` (undefined `timeLeftMs`: the client sent none).
+ * The raw list when node takes one (RAW_REQUEST_HEADERS), else the object.
+ */
+export function upstreamRequestHeaders(
+  headers: IncomingHttpHeaders,
+  raw: RawHeaders | undefined,
+  timeLeftMs: number | undefined,
+): OutgoingHttpHeaders | RawHeaders {
+  const timeout = timeLeftMs === undefined ? undefined : formatGrpcTimeout(Math.min(MAX_FORWARDED_TIMEOUT_MS, timeLeftMs));
+  if (raw) return forwardableRawHeaders(raw, timeout);
+  const forwarded: OutgoingHttpHeaders = stripConnectionHeaders(headers);
+  if (timeout !== undefined) forwarded['grpc-timeout'] = timeout;
+  return forwarded;
+}
 
 /**
  * The raw form of stripConnectionHeaders, plus the forwarded `grpc-timeout` (undefined: the

@@ -74,3 +74,8 @@ export function guardedReset(stream: CallStream, code: number, sink: StreamFault
     sink.onStreamFault('reset', err);
   }
 }
+
+/** Destroys the client's stream (a reset to the client) unless it is gone already. */
+export function destroyStream(down: DownstreamStream): void {
+  if (!down.destroyed) down.destroy();
+}

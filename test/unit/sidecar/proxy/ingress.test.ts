@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { silentLogger } from '../../../../src/platform/log.js';
 import type { CallContext } from '../../../../src/sidecar/proxy/call-context.js';
 import { Ingress } from '../../../../src/sidecar/proxy/ingress.js';
-import type { CallPhase, OpenCall } from '../../../../src/sidecar/proxy/proxied-call.js';
+import type { CallPhase, OpenCall } from '../../../../src/sidecar/proxy/call-phases.js';
 
 describe('Ingress.cutOpenCalls', () => {
   it('cuts queued calls before calls in the engine, so no freed slot dispatches a queued call during shutdown', () => {

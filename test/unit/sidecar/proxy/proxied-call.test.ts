@@ -11,7 +11,9 @@ import { MAX_TIMER_MS } from '../../../../src/protocol/grpc/deadline.js';
 import { GrpcStatus } from '../../../../src/protocol/grpc/status.js';
 import { silentLogger } from '../../../../src/platform/log.js';
 import type { CallContext, CallMetrics, CallObserver, DispatchTurn } from '../../../../src/sidecar/proxy/call-context.js';
-import { ENGINE_UNAVAILABLE_MESSAGE, ProxiedCall, type CallPhase, type OpenCall } from '../../../../src/sidecar/proxy/proxied-call.js';
+import { ENGINE_UNAVAILABLE_MESSAGE } from '../../../../src/sidecar/proxy/engine-outcome.js';
+import type { CallPhase, OpenCall } from '../../../../src/sidecar/proxy/call-phases.js';
+import { ProxiedCall } from '../../../../src/sidecar/proxy/proxied-call.js';
 import { FakeConnector, FakeDownstream, errorWithCode, fakeClock, type FakeUpstream } from '../../../support/fake-call-streams.js';
 import { admitting } from '../../../support/admitting.js';
 

@@ -1,0 +1,32 @@
+/**
+ * An engine slot held by one call, from admission to its release. Given back exactly once,
+ * whatever ends the call; the traffic tap that watches the call's bytes lives as long as it.
+ */
+import type { Permit } from '../admission/gate.js';
+import type { CallObserver, TrafficTap } from './call-context.js';
+
+export class SlotLease {
+  /** Set on dispatch when the observer wants the call's bytes; ended with the lease. */
+  tap: TrafficTap | undefined;
+  private permit: Permit | undefined;
+
+  constructor(
+    permit: Permit,
+    /** When the slot was taken (the call's clock): the queue wait is not holding time. */
+    private readonly since: number,
+  ) {
+    this.permit = permit;
+  }
+
+  /** Gives the slot back and reports how long it was held (the adaptive pushback's input); later calls do nothing. */
+  release(now: number, observer: CallObserver | undefined): void {
+    const permit = this.permit;
+    if (!permit) return;
+    this.permit = undefined;
+    permit.release();
+    const tap = this.tap;
+    this.tap = undefined;
+    tap?.end();
+    observer?.slotReleased?.(now - this.since);
+  }
+}
