@@ -12,7 +12,10 @@
  * A set that does not check out (half written, key and certificate from different rotations,
  * unreadable) is refused: the material in use stays, one warning is logged and one error
  * counted per distinct content, and the next poll reads again, so the rotation completing
- * later is taken then. Polls never overlap; each reads every file once.
+ * later is taken then. A set is refused only when a second read finds the same content: each
+ * file is read through its own path, so a poll that straddles the kubelet's atomic swap can pair
+ * the old certificate with the new key, which is no broken rotation and must not be reported as
+ * one. Polls never overlap.
  */
 import { readFile as readFileAsync } from 'node:fs/promises';
 import type { Logger } from '../log.js';
@@ -112,6 +115,7 @@ export class CertReloader {
     try {
       contents = await this.readAll(files);
     } catch (err) {
+      if (await this.readsOtherwiseNow(undefined)) return 'unchanged'; // mid-swap: the next poll reads the finished set
       return this.refuse(`unreadable: ${(err as Error).message}`, err as Error);
     }
     const hash = contentsHash(contents);
@@ -125,6 +129,7 @@ export class CertReloader {
       material = materialFromContents(files, contents);
       this.options.apply(material);
     } catch (err) {
+      if (await this.readsOtherwiseNow(hash)) return 'unchanged'; // mid-swap: the next poll reads the finished set
       return this.refuse(hash, err as Error);
     }
     this.material = material;
@@ -149,6 +154,15 @@ export class CertReloader {
       reason: err.message,
     });
     return 'error';
+  }
+
+  /** Reads the files again: true when they now differ from `hash` (undefined: were unreadable), i.e. the first read was torn. */
+  private async readsOtherwiseNow(hash: string | undefined): Promise<boolean> {
+    try {
+      return contentsHash(await this.readAll(this.options.files)) !== hash;
+    } catch {
+      return false;
+    }
   }
 
   private async readAll(files: TlsFiles): Promise<TlsContents> {

@@ -33,12 +33,16 @@ afterAll(() => pki?.remove());
 
 beforeEach(() => {
   disk = new Map();
+  afterRead = undefined;
   applied = [];
   logger = recordingLogger();
   registry = new Registry();
   timers = new FakeTimers();
   put(pki.server);
 });
+
+/** Runs after each file read, before the read resolves: a rotation landing between two reads of one poll. */
+let afterRead: ((path: string) => void) | undefined;
 
 function put(pair: { cert: Buffer; key: Buffer }): void {
   disk.set(FILES.certFile, pair.cert);
@@ -57,6 +61,7 @@ function reloader(apply: (material: TlsMaterial) => void = (m) => void applied.p
     metrics: new TlsMetrics(registry, 'dynamo_sidecar'),
     readFile: (path) => {
       const content = disk.get(path);
+      afterRead?.(path);
       return content instanceof Error
         ? Promise.reject(content)
         : content
@@ -138,6 +143,20 @@ describe('CertReloader', () => {
     expect(r.current.cert).toEqual(next.cert);
     expect(await counter('ok')).toBe(1);
     expect(await counter('error')).toBe(1);
+  });
+
+  it('takes a rotation that landed between reading the certificate and the key as the rotation, reporting no refusal', async () => {
+    const r = reloader();
+    afterRead = (path) => {
+      if (path !== FILES.certFile) return;
+      afterRead = undefined;
+      put(next); // the atomic swap, after this poll read the old certificate
+    };
+    expect(await r.poll()).toBe('unchanged');
+    expect(await counter('error')).toBe(0);
+    expect(logger.lines.filter((l) => l.level === 'warn')).toHaveLength(0);
+    expect(await r.poll()).toBe('ok');
+    expect(r.current.cert).toEqual(next.cert);
   });
 
   it('refuses a garbage file and a missing one, each once, and logs the path but never the contents', async () => {
