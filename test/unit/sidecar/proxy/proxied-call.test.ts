@@ -12,7 +12,7 @@ import { GrpcStatus } from '../../../../src/protocol/grpc/status.js';
 import { silentLogger } from '../../../../src/platform/log.js';
 import type { CallContext, CallMetrics, CallObserver, DispatchTurn } from '../../../../src/sidecar/proxy/call-context.js';
 import { ENGINE_UNAVAILABLE_MESSAGE } from '../../../../src/sidecar/proxy/engine-outcome.js';
-import type { CallPhase, OpenCall } from '../../../../src/sidecar/proxy/call-phases.js';
+import { NEXT_PHASES, type CallPhase, type OpenCall } from '../../../../src/sidecar/proxy/call-phases.js';
 import { ProxiedCall } from '../../../../src/sidecar/proxy/proxied-call.js';
 import { FakeConnector, FakeDownstream, errorWithCode, fakeClock, type FakeUpstream } from '../../../support/fake-call-streams.js';
 import { admitting } from '../../../support/admitting.js';
@@ -695,6 +695,25 @@ describe('ProxiedCall under random event orders (seeded)', () => {
         } catch (err) {
           throw new Error(`run ${run}, events ${trail.join(' ')}: ${(err as Error).message}`);
         }
+      }
+    }
+  });
+
+  it('only ever moves a call forward along NEXT_PHASES, over 1,000 random sequences', () => {
+    const random = mulberry32(20261204);
+    const forward = (from: CallPhase, to: CallPhase, seen = new Set<CallPhase>()): boolean =>
+      NEXT_PHASES[from].some((next) => next === to || (!seen.has(next) && (seen.add(next), forward(next, to, seen))));
+    for (let run = 0; run < 1000; run++) {
+      const h = harness({ queued: random() < 0.3 });
+      let phase = h.call.phase;
+      h.call.start();
+      const trail: string[] = [];
+      for (let step = 0; step < 12; step++) {
+        const event = EVENT_NAMES[Math.floor(random() * EVENT_NAMES.length)]!;
+        EVENTS[event](h);
+        trail.push(`${event}->${h.call.phase}`);
+        if (h.call.phase !== phase) expect(forward(phase, h.call.phase), `run ${run}: ${trail.join(' ')}`).toBe(true);
+        phase = h.call.phase;
       }
     }
   });

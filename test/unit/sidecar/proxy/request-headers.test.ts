@@ -1,7 +1,14 @@
 /** Connection-specific headers are dropped and `te` normalised before a request reaches the engine. */
 import type { IncomingHttpHeaders } from 'node:http2';
 import { describe, expect, it } from 'vitest';
-import { forwardableRawHeaders, isHeaderError, rawRequestHeadersSupported, stripConnectionHeaders } from '../../../../src/sidecar/proxy/request-headers.js';
+import { MAX_FORWARDED_TIMEOUT_MS, formatGrpcTimeout } from '../../../../src/protocol/grpc/deadline.js';
+import {
+  forwardableRawHeaders,
+  isHeaderError,
+  rawRequestHeadersSupported,
+  stripConnectionHeaders,
+  upstreamRequestHeaders,
+} from '../../../../src/sidecar/proxy/request-headers.js';
 
 describe('stripConnectionHeaders', () => {
   it('keeps an ordinary gRPC request as it is, without copying it', () => {
@@ -69,5 +76,22 @@ describe('isHeaderError', () => {
     expect(isHeaderError(Object.assign(new Error('gone'), { code: 'ERR_HTTP2_INVALID_SESSION' }))).toBe(false);
     expect(isHeaderError(new Error('no code'))).toBe(false);
     expect(isHeaderError(undefined)).toBe(false);
+  });
+});
+
+describe('upstreamRequestHeaders', () => {
+  it('sets the time left of the deadline as grpc-timeout on the object form', () => {
+    const headers = upstreamRequestHeaders({ ':path': '/a.B/C', connection: 'close', 'grpc-timeout': '5S' }, undefined, 1500);
+    expect(headers).toEqual({ ':path': '/a.B/C', 'grpc-timeout': formatGrpcTimeout(1500) });
+  });
+
+  it('replaces grpc-timeout in the raw form, and leaves a call without a deadline without one', () => {
+    expect(upstreamRequestHeaders({}, [':path', '/a.B/C', 'grpc-timeout', '5S'], 250)).toEqual([':path', '/a.B/C', 'grpc-timeout', formatGrpcTimeout(250)]);
+    expect(upstreamRequestHeaders({ ':path': '/a.B/C' }, undefined, undefined)).toEqual({ ':path': '/a.B/C' });
+  });
+
+  it('caps the forwarded timeout at what the engine can time', () => {
+    const headers = upstreamRequestHeaders({}, undefined, Number.MAX_SAFE_INTEGER) as Record<string, string>;
+    expect(headers['grpc-timeout']).toBe(formatGrpcTimeout(MAX_FORWARDED_TIMEOUT_MS));
   });
 });
