@@ -4,7 +4,8 @@ import { judgeWorker } from '../../../../src/frontend/routing/busy-rules.js';
 import type { RouteTarget, Thresholds } from '../../../../src/frontend/routing/contracts.js';
 import { parseRankReport } from '../../../../src/frontend/routing/load-report.js';
 import { WorkerRouter, type RouterMode } from '../../../../src/frontend/routing/router.js';
-import { NO_THRESHOLDS, ThresholdStore } from '../../../../src/frontend/routing/thresholds.js';
+import { ThresholdStore } from '../../../../src/frontend/routing/thresholds.js';
+import { THRESHOLDS_OFF } from './thresholds-off.js';
 import { WorkerPool, type LoadSource } from '../../../../src/frontend/routing/worker-pool.js';
 import { recordingLogger } from '../../../support/recording-logger.js';
 
@@ -15,11 +16,10 @@ function setup(options: { mode?: RouterMode; thresholds?: Partial<Thresholds>; t
   let now = 10_000;
   const pool = new WorkerPool({ defaultHeartbeatMs: HEARTBEAT, leaseMs: LEASE, maxWorkers: 100 });
   const logger = recordingLogger();
-  let router: WorkerRouter | undefined;
-  const store = new ThresholdStore({ ...NO_THRESHOLDS, ...options.thresholds }, (model, t) => router!.inactiveChecks(model, t));
-  router = new WorkerRouter(
+  const store = new ThresholdStore({ ...THRESHOLDS_OFF, ...options.thresholds });
+  const router = new WorkerRouter(
     { mode: options.mode ?? 'least-loaded', kvBlockSize: 16, trackOutputBlocks: options.trackOutputBlocks ?? false },
-    { pool, thresholds: (m) => store.get(m), now: () => now, random: mulberry32(1), logger },
+    { pool, thresholds: store, now: () => now, random: mulberry32(1), logger },
   );
   const report = (id: number, fields: Record<string, unknown> = {}, source: LoadSource = 'nats') =>
     pool.apply(
@@ -180,9 +180,11 @@ describe('routing decisions', () => {
     report(1, { active_prefill_tokens: 100 });
     for (let i = 0; i < 5; i++) router.route('m', none, 1);
     expect(logger.find('busy check cannot fire on this worker')).toHaveLength(1);
-    expect(store.inactiveChecks('m')).toEqual([{ check: 'active_prefill_tokens_threshold_frac', reason: 'max_num_batched_tokens unknown', workers: ['1'] }]);
+    expect(router.inactiveChecks('m', store.get('m'))).toEqual([
+      { check: 'active_prefill_tokens_threshold_frac', reason: 'max_num_batched_tokens unknown', workers: ['1'] },
+    ]);
     report(1, { active_prefill_tokens: 100, max_num_batched_tokens: 100 });
-    expect(store.inactiveChecks('m')).toEqual([]);
+    expect(router.inactiveChecks('m', store.get('m'))).toEqual([]);
     expect(router.route('m', none, 1).kind).toBe('overloaded');
   });
 });
