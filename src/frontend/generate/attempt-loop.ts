@@ -59,7 +59,7 @@ export async function startGeneration(deps: AttemptDeps, request: GenerationRequ
       stream = new WorkerStream(workers.generate(target, message));
     } catch (error) {
       inflight.end();
-      throw new FrontendError('internal', `cannot start the worker call: ${error instanceof Error ? error.message : String(error)}`);
+      throw new FrontendError('internal', `cannot start the worker call: ${error instanceof Error ? error.message : String(error)}`, { cause: error });
     }
     const onAbort = (): void => stream.cancel();
     signal.addEventListener('abort', onAbort, { once: true });
@@ -121,7 +121,7 @@ function generateRequest(request: GenerationRequest): GenerateRequestMessage {
 function rejection(decision: Exclude<RouteDecision, { kind: 'route' }>): FrontendError {
   switch (decision.kind) {
     case 'overloaded':
-      return new FrontendError('overloaded', 'every worker of the model is busy', decision.details);
+      return new FrontendError('overloaded', 'every worker of the model is busy', { details: decision.details });
     case 'unknown_model':
       return new FrontendError('unknown_model', 'no worker serves the model');
     case 'unavailable':

@@ -47,7 +47,7 @@ export function chatJob(body: ChatBody, tokenizer: PromptTokenizer): CompletionJ
   try {
     promptText = renderChatPrompt(body.messages);
   } catch (error) {
-    if (error instanceof UnsupportedContentError) throw new FrontendError('bad_request', `body/${error.message}`);
+    if (error instanceof UnsupportedContentError) throw new FrontendError('bad_request', `body/${error.message}`, { cause: error });
     throw error;
   }
   return job('chat_completions', body, promptText, tokenizer.encode(promptText), body.max_completion_tokens ?? body.max_tokens);
