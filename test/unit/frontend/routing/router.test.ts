@@ -146,16 +146,23 @@ describe('routing decisions', () => {
     for (let i = 0; i < 3; i++) expect(router.route('m', none, 1)).toMatchObject({ kind: 'route', target: { workerId: '1', dpRank: 1 } });
   });
 
-  it('round-robin alternates, least-loaded follows in-flight calls, kv follows KV usage', () => {
-    const rr = setup({ mode: 'round-robin' });
-    rr.report(1);
-    rr.report(2);
-    const picks = Array.from({ length: 4 }, () => {
-      const d = rr.router.route('m', none, 1);
-      return d.kind === 'route' ? d.target.workerId : '';
-    });
-    expect(new Set(picks).size).toBe(2);
+  it('round-robin takes every worker in turn, and skips a busy one while the others keep their order', () => {
+    const rr = setup({ mode: 'round-robin', thresholds: { active_prefill_tokens_threshold: 10 } });
+    for (const id of [1, 2, 3]) rr.report(id, { active_prefill_tokens: 0 });
+    const picks = (count: number) =>
+      Array.from({ length: count }, () => {
+        const d = rr.router.route('m', none, 1);
+        return d.kind === 'route' ? d.target.workerId : d.kind;
+      });
+    expect(picks(6)).toEqual(['1', '2', '3', '1', '2', '3']);
+    rr.report(2, { active_prefill_tokens: 50 });
+    expect(picks(4)).toEqual(['1', '3', '1', '3']);
+    // Free again: back in the rotation, which goes on from where it was.
+    rr.report(2, { active_prefill_tokens: 0 });
+    expect(picks(6)).toEqual(['2', '3', '1', '2', '3', '1']);
+  });
 
+  it('least-loaded follows in-flight calls, kv follows KV usage', () => {
     const ll = setup({ mode: 'least-loaded' });
     ll.report(1);
     ll.report(2);
