@@ -63,11 +63,11 @@ export async function startFrontend(config: FrontendConfig, deps: FrontendDeps):
   const workerTls = workersTls && ClientTls.load(workersTls, 'worker-client', tlsDeps!);
   const credentials = new WorkerCredentials(workerTls);
   const pool = new WorkerPool({ defaultHeartbeatMs: config.loadHeartbeatMs, leaseMs: config.overloadLeaseMs, maxWorkers: config.maxWorkers });
-  const router: WorkerRouter = new WorkerRouter(
+  const thresholds = new ThresholdStore(config.thresholds);
+  const router = new WorkerRouter(
     { mode: config.routerMode, kvBlockSize: config.kvBlockSize, trackOutputBlocks: config.routerTrackOutputBlocks },
-    { pool, thresholds: (model) => thresholds.get(model), now, random: deps.random ?? Math.random, logger: logger.child({ component: 'router' }) },
+    { pool, thresholds, now, random: deps.random ?? Math.random, logger: logger.child({ component: 'router' }) },
   );
-  const thresholds: ThresholdStore = new ThresholdStore(config.thresholds, (model, current) => router.inactiveChecks(model, current));
   const nats = config.natsServers
     ? new NatsLoadSource({
         servers: config.natsServers,

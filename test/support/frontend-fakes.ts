@@ -44,6 +44,7 @@ export class FakeRouter implements Router {
   readonly inflight: InFlightRecord[] = [];
   readonly refused: { workerId: string; kind: string }[] = [];
   isReady = true;
+  inactive: InactiveCheck[] = [];
 
   models(): string[] {
     return [...this.modelList].sort();
@@ -73,11 +74,14 @@ export class FakeRouter implements Router {
   ready(): boolean {
     return this.isReady;
   }
+
+  inactiveChecks(): InactiveCheck[] {
+    return this.inactive;
+  }
 }
 
 export class FakeThresholds implements ThresholdApi {
   readonly values = new Map<string, Thresholds>();
-  inactive: InactiveCheck[] = [];
 
   get(model: string): Thresholds {
     return (
@@ -96,10 +100,6 @@ export class FakeThresholds implements ThresholdApi {
     const next = { ...this.get(model), [check]: null };
     this.values.set(model, next);
     return next;
-  }
-
-  inactiveChecks(): InactiveCheck[] {
-    return this.inactive;
   }
 }
 

@@ -7,14 +7,14 @@
  * first message has arrived the request belongs to that worker: no retry after that point.
  */
 import type { GenerateRequestMessage } from '../../protocol/engine/engine-proto.js';
-import { GrpcStatus } from '../../protocol/grpc/status.js';
 import type { Logger } from '../../platform/log.js';
 import type { RequestRecord } from '../frontend-metrics.js';
 import type { InFlight, RouteDecision, Router } from '../routing/contracts.js';
 import { ClientGoneError, FrontendError } from './errors.js';
-import { endedEarly, Generation, isMessageTooLarge } from './generation.js';
-import type { CallStatus, WorkerClients } from './worker-clients.js';
+import { Generation } from './generation.js';
+import type { WorkerClients } from './worker-clients.js';
 import { WorkerStream } from './worker-stream.js';
+import { refusalOf, workerFailure } from './worker-status.js';
 
 export interface GenerationRequest {
   /** Sent as the gRPC request_id (the sidecar and engine log it). */
@@ -59,7 +59,7 @@ export async function startGeneration(deps: AttemptDeps, request: GenerationRequ
       stream = new WorkerStream(workers.generate(target, message));
     } catch (error) {
       inflight.end();
-      throw new FrontendError('internal', `cannot start the worker call: ${error instanceof Error ? error.message : String(error)}`);
+      throw new FrontendError('internal', `cannot start the worker call: ${error instanceof Error ? error.message : String(error)}`, { cause: error });
     }
     const onAbort = (): void => stream.cancel();
     signal.addEventListener('abort', onAbort, { once: true });
@@ -88,19 +88,13 @@ export async function startGeneration(deps: AttemptDeps, request: GenerationRequ
     if (refusal === undefined) {
       // debug, not warn: a failing worker would log once per request; dynamo_frontend_requests_total{status="502"} counts them.
       logger.debug('worker failed a request before any output', { model: request.model, worker_id: target.workerId, address: target.address, code, details });
-      throw endedEarly(first.status, target.address);
+      throw workerFailure(first.status, target.address);
     }
     router.workerRefused(target, refusal);
     record.workerRefused(refusal);
     tried.add(target.workerId);
     logger.debug('worker refused a request; trying another', { model: request.model, worker_id: target.workerId, reason: refusal, details });
   }
-}
-
-/** A refusal the router should hear about and another worker may not share; undefined = the request's own failure. */
-function refusalOf(status: CallStatus): 'overloaded' | 'unreachable' | undefined {
-  if (status.code === GrpcStatus.RESOURCE_EXHAUSTED) return isMessageTooLarge(status) ? undefined : 'overloaded';
-  return status.code === GrpcStatus.UNAVAILABLE ? 'unreachable' : undefined;
 }
 
 function generateRequest(request: GenerationRequest): GenerateRequestMessage {
@@ -121,7 +115,7 @@ function generateRequest(request: GenerationRequest): GenerateRequestMessage {
 function rejection(decision: Exclude<RouteDecision, { kind: 'route' }>): FrontendError {
   switch (decision.kind) {
     case 'overloaded':
-      return new FrontendError('overloaded', 'every worker of the model is busy', decision.details);
+      return new FrontendError('overloaded', 'every worker of the model is busy', { details: decision.details });
     case 'unknown_model':
       return new FrontendError('unknown_model', 'no worker serves the model');
     case 'unavailable':

@@ -1,11 +1,12 @@
 /**
- * Every way a frontend request can fail, as one typed error with a `kind`. Code that fails
- * throws a FrontendError; only src/frontend/http/error-table.ts turns a kind into an HTTP
- * status and body, so the mapping lives in exactly one place.
+ * Every way a frontend request can fail, as one typed error with a stable string `code`. Code
+ * that fails throws a FrontendError; only src/frontend/http/error-table.ts turns a code into an
+ * HTTP status and body, so the mapping lives in exactly one place (its table is keyed by these
+ * codes, so a new code does not compile until it has a status).
  */
 import type { OverloadDetails } from '../routing/contracts.js';
 
-export type FrontendErrorKind =
+export type FrontendErrorCode =
   /** The request body is malformed or asks for something unsupported (n > 1, image parts). */
   | 'bad_request'
   | 'unsupported_media_type'
@@ -20,25 +21,38 @@ export type FrontendErrorKind =
   | 'worker_failed'
   /** The call's deadline passed. */
   | 'worker_timeout'
+  /** The client went away first: nothing is answered (counted as 499). */
+  | 'client_gone'
   /** A bug on our side. */
   | 'internal';
 
+export interface FrontendErrorOptions {
+  /** For 'overloaded': why every worker was refused. */
+  readonly details?: OverloadDetails;
+  /** What went wrong underneath (a thrown error, a worker's gRPC status), for logs; never sent to clients. */
+  readonly cause?: unknown;
+}
+
 export class FrontendError extends Error {
+  override readonly name: string = 'FrontendError';
+  /** For 'overloaded': why every worker was refused. */
+  readonly details: OverloadDetails | undefined;
+
   constructor(
-    readonly kind: FrontendErrorKind,
+    readonly code: FrontendErrorCode,
     message: string,
-    /** For 'overloaded': why every worker was refused. */
-    readonly details?: OverloadDetails,
+    options: FrontendErrorOptions = {},
   ) {
-    super(message);
-    this.name = 'FrontendError';
+    super(message, 'cause' in options ? { cause: options.cause } : undefined);
+    this.details = options.details;
   }
 }
 
 /** The client went away (socket closed, request aborted): nothing is answered. */
-export class ClientGoneError extends Error {
+export class ClientGoneError extends FrontendError {
+  override readonly name = 'ClientGoneError';
+
   constructor() {
-    super('client disconnected');
-    this.name = 'ClientGoneError';
+    super('client_gone', 'client disconnected');
   }
 }

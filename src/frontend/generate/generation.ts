@@ -6,13 +6,12 @@
  * left). close() is the one way out for callers: idempotent, it cancels a call still open.
  */
 import type { GenerateResponseMessage } from '../../protocol/engine/engine-proto.js';
-import { GrpcStatus, statusName } from '../../protocol/grpc/status.js';
 import type { Logger } from '../../platform/log.js';
 import type { RequestRecord } from '../frontend-metrics.js';
 import type { InFlight } from '../routing/contracts.js';
 import { ClientGoneError, FrontendError } from './errors.js';
-import type { CallStatus } from './worker-clients.js';
 import type { WorkerStream } from './worker-stream.js';
+import { workerFailure } from './worker-status.js';
 
 export type FinishReason = 'stop' | 'length';
 
@@ -65,7 +64,7 @@ export class Generation {
           details: item.status.details,
           output_tokens: this.streamed,
         });
-        throw this.fail(endedEarly(item.status, address));
+        throw this.fail(workerFailure(item.status, address));
       }
       const event = this.fromMessage(item.message);
       if (event !== undefined) return event;
@@ -126,34 +125,4 @@ function finishReason(reason: string): FinishReason | undefined {
   if (reason === 'length') return 'length';
   if (reason === 'abort' || reason === '') return undefined;
   return 'stop';
-}
-
-/** The call ended without a complete message: what to tell the client (never the worker's address). */
-export function endedEarly(status: CallStatus, address: string): FrontendError {
-  if (status.code === GrpcStatus.OK) return new FrontendError('worker_failed', 'the worker ended the call without finishing the output');
-  if (status.code === GrpcStatus.DEADLINE_EXCEEDED) return new FrontendError('worker_timeout', 'the worker did not finish before the request deadline');
-  if (isMessageTooLarge(status))
-    return new FrontendError('payload_too_large', 'the request is too large for the worker (over its gRPC message size limit): shorten the prompt');
-  // The engine's own words about the request (prompt too long, ...): the client's to fix, not a 502 to retry.
-  if (status.code === GrpcStatus.INVALID_ARGUMENT)
-    return new FrontendError('bad_request', `the worker rejected the request: ${withoutAddresses(status.details, address).slice(0, 300)}`);
-  return new FrontendError('worker_failed', `the worker failed the request (${statusName(status.code)})`);
-}
-
-/**
- * gRPC's own size limit (4 MiB by default on every server), reported by grpc-js and gRPC core
- * alike as RESOURCE_EXHAUSTED "Received message larger than max (N vs. M)" (or "Sent ..." on
- * the client side). Same code as an admission refusal, but the request's fault, not the
- * worker's load: treating it as overload would mark every worker busy for one client's prompt.
- */
-export function isMessageTooLarge(status: CallStatus): boolean {
-  return status.code === GrpcStatus.RESOURCE_EXHAUSTED && /message larger than max/iu.test(status.details);
-}
-
-/** `text` with the worker's address and anything like an IPv4 address or host:port replaced. */
-function withoutAddresses(text: string, address: string): string {
-  return text
-    .replaceAll(address, '<worker>')
-    .replace(/\b\d{1,3}(?:\.\d{1,3}){3}(?::\d+)?\b/gu, '<worker>')
-    .replace(/\[[0-9a-f:]+\](?::\d+)?/giu, '<worker>');
 }

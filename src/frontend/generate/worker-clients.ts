@@ -66,11 +66,6 @@ export class GrpcWorkerClients implements WorkerClients {
     this.credentials = options.credentials ?? new WorkerCredentials(undefined);
   }
 
-  /** Addresses with an open client, for tests and diagnostics. */
-  get addresses(): string[] {
-    return [...this.clients.keys()];
-  }
-
   generate(target: RouteTarget, request: GenerateRequestMessage): GenerateCall {
     if (this.closed) throw new Error('worker clients are closed');
     const client = this.client(target.address);

@@ -29,11 +29,6 @@ export class WorkerStream {
     });
   }
 
-  /** True once the call has ended (its status is known), whether or not every message was read. */
-  get ended(): boolean {
-    return this.status !== undefined;
-  }
-
   /** Waits for the first unread message or the end, without consuming it. */
   async peek(): Promise<StreamItem> {
     for (;;) {

@@ -34,7 +34,7 @@ export function busyThresholdRoutes(app: FastifyInstance, deps: BusyThresholdDep
     active_decode_blocks_threshold: values.active_decode_blocks_threshold,
     active_prefill_tokens_threshold: values.active_prefill_tokens_threshold,
     active_prefill_tokens_threshold_frac: values.active_prefill_tokens_threshold_frac,
-    diagnostics: { inactive_checks: thresholds.inactiveChecks(model) },
+    diagnostics: { inactive_checks: router.inactiveChecks(model, values) },
   });
   const requireDiscovered = (model: string, verb: string): void => {
     if (!router.models().includes(model)) throw new AdminError(404, `Model '${model}' not found. Thresholds can only be ${verb} for discovered models.`);

@@ -1,13 +1,14 @@
 /**
- * The one table from FrontendError kinds to HTTP answers on the OpenAI routes, in Dynamo's
+ * The one table from FrontendError codes to HTTP answers on the OpenAI routes, in Dynamo's
  * flat shape {message, type, code} (code = the status used, plus `details` for overloads), with
  * the same three fields repeated under `error`: OpenAI's SDKs read only `body.error`, and without
  * it an overload surfaces there as "529 status code (no body)".
  * Messages a worker or the router produced are not shown for 404/503/529: clients get the
  * fixed texts Dynamo uses, and never a worker's address. Fastify's own errors (schema, JSON,
- * media type, body size) are mapped to kinds here too, so nothing else decides a status.
+ * media type, body size) are mapped to codes here too, so nothing else decides a status.
  */
-import { FrontendError, type FrontendErrorKind } from '../generate/errors.js';
+import { CLIENT_CLOSED_STATUS } from '../frontend-metrics.js';
+import { FrontendError, type FrontendErrorCode } from '../generate/errors.js';
 import type { OverloadDetails } from '../routing/contracts.js';
 
 export interface ErrorAnswerOptions {
@@ -24,7 +25,7 @@ interface ErrorSpec {
 
 const fixed = (status: number) => () => status;
 
-export const ERROR_TABLE: Readonly<Record<FrontendErrorKind, ErrorSpec>> = Object.freeze({
+export const ERROR_TABLE: Readonly<Record<FrontendErrorCode, ErrorSpec>> = Object.freeze({
   bad_request: { status: fixed(400), type: 'BadRequest' },
   unsupported_media_type: { status: fixed(415), type: 'UnsupportedMediaType' },
   payload_too_large: { status: fixed(413), type: 'PayloadTooLarge' },
@@ -33,6 +34,8 @@ export const ERROR_TABLE: Readonly<Record<FrontendErrorKind, ErrorSpec>> = Objec
   overloaded: { status: (o) => o.overloadStatus, type: 'Overloaded', message: 'Service temporarily overloaded' },
   worker_failed: { status: fixed(502), type: 'Bad Gateway' },
   worker_timeout: { status: fixed(504), type: 'Gateway Timeout' },
+  // Never sent (the client is gone); the status its request is counted under.
+  client_gone: { status: fixed(CLIENT_CLOSED_STATUS), type: 'Client Closed Request' },
   internal: { status: fixed(500), type: 'Internal Server Error', message: 'Internal server error' },
 });
 
@@ -51,7 +54,7 @@ export interface ErrorAnswer {
 }
 
 export function errorAnswer(error: FrontendError, options: ErrorAnswerOptions): ErrorAnswer {
-  const spec = ERROR_TABLE[error.kind];
+  const spec = ERROR_TABLE[error.code];
   const status = spec.status(options);
   const fields = { message: spec.message ?? error.message, type: spec.type, code: status };
   const body: ErrorBody = error.details === undefined ? { ...fields, error: fields } : { ...fields, details: error.details, error: fields };
@@ -63,10 +66,11 @@ export function toFrontendError(error: unknown): FrontendError {
   if (error instanceof FrontendError) return error;
   const e = error as { statusCode?: unknown; validation?: unknown; message?: unknown };
   const message = typeof e?.message === 'string' ? e.message : String(error);
-  if (e?.validation !== undefined) return new FrontendError('bad_request', message);
+  const cause = { cause: error };
+  if (e?.validation !== undefined) return new FrontendError('bad_request', message, cause);
   const status = typeof e?.statusCode === 'number' ? e.statusCode : 500;
-  if (status === 413) return new FrontendError('payload_too_large', message);
-  if (status === 415) return new FrontendError('unsupported_media_type', message);
-  if (status >= 400 && status < 500) return new FrontendError('bad_request', message);
-  return new FrontendError('internal', message);
+  if (status === 413) return new FrontendError('payload_too_large', message, cause);
+  if (status === 415) return new FrontendError('unsupported_media_type', message, cause);
+  if (status >= 400 && status < 500) return new FrontendError('bad_request', message, cause);
+  return new FrontendError('internal', message, cause);
 }

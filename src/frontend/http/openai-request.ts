@@ -4,19 +4,15 @@
  * already checked types; this adds the rules with their own messages (n must be 1, one prompt
  * per request, text parts only, a non-empty prompt).
  */
+import type { GenerationRequest } from '../generate/attempt-loop.js';
 import { FrontendError } from '../generate/errors.js';
 import type { Endpoint } from '../frontend-metrics.js';
 import { renderChatPrompt, UnsupportedContentError, type ChatMessage } from '../text/chat-prompt.js';
 import type { PromptTokenizer } from '../text/prompt-tokenizer.js';
 
-export interface CompletionJob {
+/** What the worker is asked (all but the request id, given once the job starts), and how to answer. */
+export interface CompletionJob extends Omit<GenerationRequest, 'requestId'> {
   readonly endpoint: Endpoint;
-  readonly model: string;
-  readonly promptText: string;
-  readonly promptIds: readonly number[];
-  readonly maxTokens?: number;
-  readonly temperature?: number;
-  readonly seed?: number;
   readonly stop: readonly string[];
   readonly stream: boolean;
   readonly includeUsage: boolean;
@@ -47,7 +43,7 @@ export function chatJob(body: ChatBody, tokenizer: PromptTokenizer): CompletionJ
   try {
     promptText = renderChatPrompt(body.messages);
   } catch (error) {
-    if (error instanceof UnsupportedContentError) throw new FrontendError('bad_request', `body/${error.message}`);
+    if (error instanceof UnsupportedContentError) throw new FrontendError('bad_request', `body/${error.message}`, { cause: error });
     throw error;
   }
   return job('chat_completions', body, promptText, tokenizer.encode(promptText), body.max_completion_tokens ?? body.max_tokens);

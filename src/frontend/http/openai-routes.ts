@@ -75,11 +75,11 @@ export function openAiRoutes(app: FastifyInstance, deps: OpenAiRouteDeps, done: 
     }
     const failure = toFrontendError(error);
     const { status, body } = errorAnswer(failure, errorOptions);
-    if (failure.kind === 'overloaded') {
+    if (failure.code === 'overloaded') {
       states.get(request)?.record.rejected();
       void reply.header('retry-after', String(deps.retryAfterS));
     }
-    if (failure.kind === 'internal') deps.logger.error('request failed', { url: request.url, error: failure.message });
+    if (failure.code === 'internal') deps.logger.error('request failed', { url: request.url, error: failure.message });
     return reply.code(status).type('application/json').send(body);
   });
 

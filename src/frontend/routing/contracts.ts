@@ -79,6 +79,8 @@ export interface Router {
   workerRefused(target: RouteTarget, kind: 'overloaded' | 'unreachable'): void;
   /** At least one worker is known and reachable. */
   ready(): boolean;
+  /** For /busy_threshold diagnostics: checks of `thresholds` that cannot fire on some worker of the model. */
+  inactiveChecks(model: string, thresholds: Thresholds): InactiveCheck[];
 }
 
 /** A check that is configured for a model but cannot fire on some of its workers. */
@@ -96,6 +98,4 @@ export interface ThresholdApi {
   update(model: string, changes: Partial<Thresholds>): Thresholds;
   /** Turns one check off for this model (beyond Dynamo: DELETE /busy_threshold). */
   disable(model: string, check: BusyCheck): Thresholds;
-  /** Checks configured for the model that cannot fire on some worker, for /busy_threshold diagnostics. */
-  inactiveChecks(model: string): InactiveCheck[];
 }

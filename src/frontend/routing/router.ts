@@ -20,7 +20,7 @@
  */
 import type { Logger } from '../../platform/log.js';
 import { judgeRank, judgeWorker, type MissingInput } from './busy-rules.js';
-import type { BusyCheck, InFlight, InactiveCheck, OverloadDetails, RouteDecision, RouteTarget, Router, Thresholds } from './contracts.js';
+import type { BusyCheck, InFlight, InactiveCheck, OverloadDetails, RouteDecision, RouteTarget, Router, ThresholdApi, Thresholds } from './contracts.js';
 import type { RankReport } from './load-report.js';
 import type { RankState, WorkerPool, WorkerState } from './worker-pool.js';
 
@@ -35,7 +35,8 @@ export interface RouterOptions {
 
 export interface RouterDeps {
   readonly pool: WorkerPool;
-  readonly thresholds: (model: string) => Thresholds;
+  /** Read at every decision, so a /busy_threshold change applies to the next request. */
+  readonly thresholds: Pick<ThresholdApi, 'get'>;
   readonly now: () => number;
   readonly random: () => number;
   readonly logger: Logger;
@@ -78,7 +79,7 @@ export class WorkerRouter implements Router {
     const routable = serving.filter((w) => pool.routable(w, now));
     if (routable.length === 0) return { kind: 'unavailable', reason: `no reachable worker serves ${model}` };
 
-    const thresholds = this.deps.thresholds(model);
+    const thresholds = this.deps.thresholds.get(model);
     const checks: Partial<Record<BusyCheck, number>> = {};
     let busy = 0;
     let overloaded = 0;
@@ -157,7 +158,7 @@ export class WorkerRouter implements Router {
       if (worker.model === undefined || !this.deps.pool.routable(worker, now)) continue;
       const entry = summary.get(worker.model) ?? { workers: 0, busy: 0 };
       entry.workers++;
-      if (judgeWorker([...this.freshRanks(worker, now).values()], this.deps.thresholds(worker.model)).busy) entry.busy++;
+      if (judgeWorker([...this.freshRanks(worker, now).values()], this.deps.thresholds.get(worker.model)).busy) entry.busy++;
       summary.set(worker.model, entry);
     }
     return summary;

@@ -4,24 +4,12 @@
  * threshold, only our DELETE turns one check off). Readers call `get(model)` at every routing
  * decision, so a change takes effect on the very next request, not at the next load event.
  */
-import type { BusyCheck, InactiveCheck, ThresholdApi, Thresholds } from './contracts.js';
-
-export const NO_THRESHOLDS: Thresholds = Object.freeze({
-  active_decode_blocks_threshold: null,
-  active_prefill_tokens_threshold: null,
-  active_prefill_tokens_threshold_frac: null,
-});
-
-/** Which configured checks cannot fire on which workers of a model (the router knows). */
-export type CheckDiagnosis = (model: string, thresholds: Thresholds) => InactiveCheck[];
+import type { BusyCheck, ThresholdApi, Thresholds } from './contracts.js';
 
 export class ThresholdStore implements ThresholdApi {
   private readonly perModel = new Map<string, Thresholds>();
 
-  constructor(
-    private readonly defaults: Thresholds,
-    private readonly diagnose: CheckDiagnosis,
-  ) {}
+  constructor(private readonly defaults: Thresholds) {}
 
   get(model: string): Thresholds {
     return this.perModel.get(model) ?? this.defaults;
@@ -37,10 +25,6 @@ export class ThresholdStore implements ThresholdApi {
 
   disable(model: string, check: BusyCheck): Thresholds {
     return this.set(model, { ...this.get(model), [check]: null });
-  }
-
-  inactiveChecks(model: string): InactiveCheck[] {
-    return this.diagnose(model, this.get(model));
   }
 
   private set(model: string, thresholds: Thresholds): Thresholds {

@@ -1,7 +1,23 @@
 // Route decisions as HTTP answers, and the attempt loop: retries after refusals before output, failures, InFlight accounting.
 import { afterEach, describe, expect, it } from 'vitest';
+import { Registry } from 'prom-client';
 import { GrpcStatus } from '../../../../src/protocol/grpc/status.js';
-import { fails, failsAfter, metricValue, OVERLOAD_DETAILS, sseEvents, streams, target, testApp, type TestApp } from '../../../support/frontend-fakes.js';
+import { silentLogger } from '../../../../src/platform/log.js';
+import { FrontendMetrics } from '../../../../src/frontend/frontend-metrics.js';
+import { startGeneration } from '../../../../src/frontend/generate/attempt-loop.js';
+import { FrontendError } from '../../../../src/frontend/generate/errors.js';
+import {
+  FakeRouter,
+  fails,
+  failsAfter,
+  metricValue,
+  OVERLOAD_DETAILS,
+  sseEvents,
+  streams,
+  target,
+  testApp,
+  type TestApp,
+} from '../../../support/frontend-fakes.js';
 
 let t: TestApp;
 afterEach(async () => {
@@ -185,5 +201,24 @@ describe('the attempt loop', () => {
     await chat({ stream: true });
     expect(t.workers.calls[0]!.target.dpRank).toBe(3);
     expect(t.router.inflight).toMatchObject([{ promptTokens: 3, outputTokens: 3, ends: 1 }]);
+  });
+
+  it('keeps the error of a worker call that cannot start as the cause of its internal FrontendError', async () => {
+    const broken = new Error('channel closed');
+    const workers = {
+      generate: () => {
+        throw broken;
+      },
+      close: () => {},
+    };
+    const record = new FrontendMetrics(new Registry()).startRequest('completions');
+    const request = { requestId: 'r1', model: 'm1', promptText: 'hi', promptIds: [1] };
+    const started = startGeneration({ router: new FakeRouter(), workers, logger: silentLogger }, request, record, new AbortController().signal);
+    const error = await started.then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    expect(error).toBeInstanceOf(FrontendError);
+    expect(error).toMatchObject({ code: 'internal', message: 'cannot start the worker call: channel closed', cause: broken });
   });
 });

@@ -16,10 +16,10 @@ describe('GET /busy_threshold', () => {
     t = testApp();
     t.router.modelList = ['m1', 'm2'];
     t.thresholds.values.set('m2', { ...NULLS, active_decode_blocks_threshold: 0.85 });
-    t.thresholds.inactive = [{ check: 'active_decode_blocks_threshold', reason: 'kv_total_blocks unknown', workers: ['7'] }];
+    t.router.inactive = [{ check: 'active_decode_blocks_threshold', reason: 'kv_total_blocks unknown', workers: ['7'] }];
     const res = await t.app.inject({ method: 'GET', url: '/busy_threshold' });
     expect(res.statusCode).toBe(200);
-    const diagnostics = { inactive_checks: t.thresholds.inactive };
+    const diagnostics = { inactive_checks: t.router.inactive };
     expect(res.json()).toEqual({
       thresholds: [
         { model: 'm1', ...NULLS, diagnostics },

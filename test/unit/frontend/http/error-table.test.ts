@@ -1,4 +1,4 @@
-// The one table from failure kinds to HTTP statuses and bodies, and how thrown values become kinds.
+// The one table from error codes to HTTP statuses and bodies, and how thrown values become codes.
 import { describe, expect, it } from 'vitest';
 import { FrontendError } from '../../../../src/frontend/generate/errors.js';
 import { errorAnswer, toFrontendError } from '../../../../src/frontend/http/error-table.js';
@@ -7,7 +7,7 @@ import { OVERLOAD_DETAILS } from '../../../support/frontend-fakes.js';
 const options = { overloadStatus: 529 };
 
 describe('the error table', () => {
-  it('gives every kind its status, type and, for routing outcomes and bugs, a fixed message that hides the internal one', () => {
+  it('gives every code its status, type and, for routing outcomes and bugs, a fixed message that hides the internal one', () => {
     const rows = (
       [
         'bad_request',
@@ -18,6 +18,7 @@ describe('the error table', () => {
         'overloaded',
         'worker_failed',
         'worker_timeout',
+        'client_gone',
         'internal',
       ] as const
     ).map((kind) => [kind, errorAnswer(new FrontendError(kind, 'internal words'), options)] as const);
@@ -30,13 +31,14 @@ describe('the error table', () => {
       overloaded: [529, 'Overloaded', 'Service temporarily overloaded'],
       worker_failed: [502, 'Bad Gateway', 'internal words'],
       worker_timeout: [504, 'Gateway Timeout', 'internal words'],
+      client_gone: [499, 'Client Closed Request', 'internal words'],
       internal: [500, 'Internal Server Error', 'Internal server error'],
     });
     expect(rows.every(([, a]) => a.body.code === a.status)).toBe(true);
   });
 
   it('carries the overload details and the configured overload status', () => {
-    expect(errorAnswer(new FrontendError('overloaded', 'x', OVERLOAD_DETAILS), { overloadStatus: 503 })).toEqual({
+    expect(errorAnswer(new FrontendError('overloaded', 'x', { details: OVERLOAD_DETAILS }), { overloadStatus: 503 })).toEqual({
       status: 503,
       body: {
         message: 'Service temporarily overloaded',
@@ -50,12 +52,19 @@ describe('the error table', () => {
 
   it("maps Fastify's own errors by status: 413, 415, any other 4xx as a bad request, the rest as internal", () => {
     const fastifyError = (statusCode: number) => Object.assign(new Error(`status ${statusCode}`), { statusCode });
-    expect(toFrontendError(fastifyError(413)).kind).toBe('payload_too_large');
-    expect(toFrontendError(fastifyError(415)).kind).toBe('unsupported_media_type');
-    expect(toFrontendError(fastifyError(400)).kind).toBe('bad_request');
-    expect(toFrontendError(fastifyError(431)).kind).toBe('bad_request');
-    expect(toFrontendError(Object.assign(new Error('body/x must be string'), { validation: [] })).kind).toBe('bad_request');
-    expect(toFrontendError(new TypeError('oops')).kind).toBe('internal');
-    expect(toFrontendError(fastifyError(503)).kind).toBe('internal');
+    expect(toFrontendError(fastifyError(413)).code).toBe('payload_too_large');
+    expect(toFrontendError(fastifyError(415)).code).toBe('unsupported_media_type');
+    expect(toFrontendError(fastifyError(400)).code).toBe('bad_request');
+    expect(toFrontendError(fastifyError(431)).code).toBe('bad_request');
+    expect(toFrontendError(Object.assign(new Error('body/x must be string'), { validation: [] })).code).toBe('bad_request');
+    expect(toFrontendError(new TypeError('oops')).code).toBe('internal');
+    expect(toFrontendError(fastifyError(503)).code).toBe('internal');
+  });
+
+  it('keeps the thrown value as the cause, so logs can show what Fastify reported', () => {
+    const thrown = Object.assign(new Error('body too large'), { statusCode: 413 });
+    expect(toFrontendError(thrown).cause).toBe(thrown);
+    const ours = new FrontendError('bad_request', 'x');
+    expect(toFrontendError(ours)).toBe(ours);
   });
 });

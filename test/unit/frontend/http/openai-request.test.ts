@@ -16,7 +16,7 @@ function badRequest(run: () => unknown): string {
     run();
   } catch (error) {
     expect(error).toBeInstanceOf(FrontendError);
-    expect((error as FrontendError).kind).toBe('bad_request');
+    expect((error as FrontendError).code).toBe('bad_request');
     return (error as Error).message;
   }
   throw new Error('expected a bad_request FrontendError');

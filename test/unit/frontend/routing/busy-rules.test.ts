@@ -2,14 +2,14 @@ import { describe, expect, it } from 'vitest';
 import { judgeRank, judgeWorker } from '../../../../src/frontend/routing/busy-rules.js';
 import type { Thresholds } from '../../../../src/frontend/routing/contracts.js';
 import { parseRankReport, type RankReport } from '../../../../src/frontend/routing/load-report.js';
-import { NO_THRESHOLDS } from '../../../../src/frontend/routing/thresholds.js';
+import { THRESHOLDS_OFF } from './thresholds-off.js';
 
 const rank = (fields: Record<string, unknown>): RankReport => parseRankReport({ worker_id: 1, dp_rank: 0, ...fields });
-const only = (changes: Partial<Thresholds>): Thresholds => ({ ...NO_THRESHOLDS, ...changes });
+const only = (changes: Partial<Thresholds>): Thresholds => ({ ...THRESHOLDS_OFF, ...changes });
 
 describe('busy rules (pure, no latch)', () => {
   it('with no threshold configured nothing is ever busy, however loaded', () => {
-    const v = judgeRank(rank({ active_decode_blocks: 10_000, kv_total_blocks: 1, active_prefill_tokens: 1e9, max_num_batched_tokens: 1 }), NO_THRESHOLDS);
+    const v = judgeRank(rank({ active_decode_blocks: 10_000, kv_total_blocks: 1, active_prefill_tokens: 1e9, max_num_batched_tokens: 1 }), THRESHOLDS_OFF);
     expect(v).toMatchObject({ busy: false, fired: [], missing: [] });
   });
 

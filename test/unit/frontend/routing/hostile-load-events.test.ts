@@ -6,7 +6,7 @@
 import { describe, expect, it } from 'vitest';
 import { parseRankReport } from '../../../../src/frontend/routing/load-report.js';
 import { WorkerRouter } from '../../../../src/frontend/routing/router.js';
-import { NO_THRESHOLDS } from '../../../../src/frontend/routing/thresholds.js';
+import { THRESHOLDS_OFF } from './thresholds-off.js';
 import { FORGET_AFTER_HEARTBEATS, WorkerPool } from '../../../../src/frontend/routing/worker-pool.js';
 import { recordingLogger } from '../../../support/recording-logger.js';
 
@@ -15,10 +15,10 @@ const HEARTBEAT = 100;
 function setup() {
   let now = 10_000;
   const pool = new WorkerPool({ defaultHeartbeatMs: HEARTBEAT, leaseMs: 1000, maxWorkers: 100 });
-  const thresholds = { ...NO_THRESHOLDS, active_prefill_tokens_threshold: 10 };
+  const thresholds = { ...THRESHOLDS_OFF, active_prefill_tokens_threshold: 10 };
   const router = new WorkerRouter(
     { mode: 'least-loaded', kvBlockSize: 16, trackOutputBlocks: false },
-    { pool, thresholds: () => thresholds, now: () => now, random: () => 0, logger: recordingLogger() },
+    { pool, thresholds: { get: () => thresholds }, now: () => now, random: () => 0, logger: recordingLogger() },
   );
   const report = (fields: Record<string, unknown>) =>
     pool.apply(parseRankReport({ worker_id: 7, model: 'm', grpc_address: '127.0.0.1:5007', heartbeat_ms: HEARTBEAT, ...fields }), now, 'nats');

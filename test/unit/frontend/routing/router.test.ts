@@ -4,7 +4,8 @@ import { judgeWorker } from '../../../../src/frontend/routing/busy-rules.js';
 import type { RouteTarget, Thresholds } from '../../../../src/frontend/routing/contracts.js';
 import { parseRankReport } from '../../../../src/frontend/routing/load-report.js';
 import { WorkerRouter, type RouterMode } from '../../../../src/frontend/routing/router.js';
-import { NO_THRESHOLDS, ThresholdStore } from '../../../../src/frontend/routing/thresholds.js';
+import { ThresholdStore } from '../../../../src/frontend/routing/thresholds.js';
+import { THRESHOLDS_OFF } from './thresholds-off.js';
 import { WorkerPool, type LoadSource } from '../../../../src/frontend/routing/worker-pool.js';
 import { recordingLogger } from '../../../support/recording-logger.js';
 
@@ -15,11 +16,10 @@ function setup(options: { mode?: RouterMode; thresholds?: Partial<Thresholds>; t
   let now = 10_000;
   const pool = new WorkerPool({ defaultHeartbeatMs: HEARTBEAT, leaseMs: LEASE, maxWorkers: 100 });
   const logger = recordingLogger();
-  let router: WorkerRouter | undefined;
-  const store = new ThresholdStore({ ...NO_THRESHOLDS, ...options.thresholds }, (model, t) => router!.inactiveChecks(model, t));
-  router = new WorkerRouter(
+  const store = new ThresholdStore({ ...THRESHOLDS_OFF, ...options.thresholds });
+  const router = new WorkerRouter(
     { mode: options.mode ?? 'least-loaded', kvBlockSize: 16, trackOutputBlocks: options.trackOutputBlocks ?? false },
-    { pool, thresholds: (m) => store.get(m), now: () => now, random: mulberry32(1), logger },
+    { pool, thresholds: store, now: () => now, random: mulberry32(1), logger },
   );
   const report = (id: number, fields: Record<string, unknown> = {}, source: LoadSource = 'nats') =>
     pool.apply(
@@ -146,16 +146,23 @@ describe('routing decisions', () => {
     for (let i = 0; i < 3; i++) expect(router.route('m', none, 1)).toMatchObject({ kind: 'route', target: { workerId: '1', dpRank: 1 } });
   });
 
-  it('round-robin alternates, least-loaded follows in-flight calls, kv follows KV usage', () => {
-    const rr = setup({ mode: 'round-robin' });
-    rr.report(1);
-    rr.report(2);
-    const picks = Array.from({ length: 4 }, () => {
-      const d = rr.router.route('m', none, 1);
-      return d.kind === 'route' ? d.target.workerId : '';
-    });
-    expect(new Set(picks).size).toBe(2);
+  it('round-robin takes every worker in turn, and skips a busy one while the others keep their order', () => {
+    const rr = setup({ mode: 'round-robin', thresholds: { active_prefill_tokens_threshold: 10 } });
+    for (const id of [1, 2, 3]) rr.report(id, { active_prefill_tokens: 0 });
+    const picks = (count: number) =>
+      Array.from({ length: count }, () => {
+        const d = rr.router.route('m', none, 1);
+        return d.kind === 'route' ? d.target.workerId : d.kind;
+      });
+    expect(picks(6)).toEqual(['1', '2', '3', '1', '2', '3']);
+    rr.report(2, { active_prefill_tokens: 50 });
+    expect(picks(4)).toEqual(['1', '3', '1', '3']);
+    // Free again: back in the rotation, which goes on from where it was.
+    rr.report(2, { active_prefill_tokens: 0 });
+    expect(picks(6)).toEqual(['2', '3', '1', '2', '3', '1']);
+  });
 
+  it('least-loaded follows in-flight calls, kv follows KV usage', () => {
     const ll = setup({ mode: 'least-loaded' });
     ll.report(1);
     ll.report(2);
@@ -180,9 +187,11 @@ describe('routing decisions', () => {
     report(1, { active_prefill_tokens: 100 });
     for (let i = 0; i < 5; i++) router.route('m', none, 1);
     expect(logger.find('busy check cannot fire on this worker')).toHaveLength(1);
-    expect(store.inactiveChecks('m')).toEqual([{ check: 'active_prefill_tokens_threshold_frac', reason: 'max_num_batched_tokens unknown', workers: ['1'] }]);
+    expect(router.inactiveChecks('m', store.get('m'))).toEqual([
+      { check: 'active_prefill_tokens_threshold_frac', reason: 'max_num_batched_tokens unknown', workers: ['1'] },
+    ]);
     report(1, { active_prefill_tokens: 100, max_num_batched_tokens: 100 });
-    expect(store.inactiveChecks('m')).toEqual([]);
+    expect(router.inactiveChecks('m', store.get('m'))).toEqual([]);
     expect(router.route('m', none, 1).kind).toBe('overloaded');
   });
 });
