@@ -179,6 +179,8 @@ export interface H2WireOptions {
   autoWindowUpdate?: boolean;
   /** Send the preface and SETTINGS on connect (default true). */
   handshake?: boolean;
+  /** Keep our side open after the peer's FIN, as a client that never closes would (default false). */
+  halfOpen?: boolean;
 }
 
 /** The first header value named `name` in a block. */
@@ -214,7 +216,7 @@ export class H2Wire {
     this.socket = socket;
     // Without the handshake, answer nothing by default: any byte would count as (a bad) preface.
     const polite = options.handshake !== false;
-    this.options = { settings: [], ackSettings: polite, ackPings: polite, autoWindowUpdate: polite, handshake: true, ...options };
+    this.options = { settings: [], ackSettings: polite, ackPings: polite, autoWindowUpdate: polite, handshake: true, halfOpen: false, ...options };
     socket.on('data', (chunk: Buffer) => this.onData(chunk));
     socket.on('error', () => {});
     socket.on('drain', () => this.notify());
@@ -227,7 +229,7 @@ export class H2Wire {
 
   /** Opens a TCP connection to 127.0.0.1:port and (by default) sends the preface and SETTINGS. */
   static async connect(port: number, options: H2WireOptions = {}): Promise<H2Wire> {
-    const socket = netConnect({ host: '127.0.0.1', port });
+    const socket = netConnect({ host: '127.0.0.1', port, allowHalfOpen: options.halfOpen === true });
     socket.setNoDelay(true);
     await new Promise<void>((resolve, reject) => {
       socket.once('connect', resolve);

@@ -7,6 +7,10 @@
  *              a client protocol error (DATA on stream 0, a self-dependent PRIORITY...) and then
  *              emits nothing at all, not even when the client closes its socket: without this its
  *              calls would hold their engine slots forever.
+ *   closing    a closing connection with no open stream only end()s its socket (our FIN) and
+ *              waits for the client's; a client that never sends one would keep the socket, and
+ *              the server's close(), for ever. As Envoy's delayed_close_timeout: the socket is
+ *              destroyed DELAYED_CLOSE_MS after our FIN (closeAfterFin).
  *   idle       a connection with no open stream for `idleTimeoutMs` gets GOAWAY and is closed.
  *              Idle means no complete request, not no bytes: a client dripping one CONTINUATION
  *              frame at a time (slowloris) has no open stream and is closed like a silent one.
@@ -19,6 +23,7 @@
  * server advertises (node refuses streams beyond it with RST_STREAM(REFUSED_STREAM)).
  */
 import { constants, type Http2Session, type ServerHttp2Stream } from 'node:http2';
+import type { Socket } from 'node:net';
 import type { Logger } from '../../platform/log.js';
 
 export interface ConnectionLimitOptions {
@@ -30,8 +35,8 @@ export interface ConnectionLimitOptions {
   readonly now?: () => number;
 }
 
-/** How long a closing idle connection may take to finish before it is destroyed. */
-const CLOSE_GRACE_MS = 1000;
+/** How long a closing connection may take to finish (its last frames, the client's FIN) before it is destroyed. */
+export const DELAYED_CLOSE_MS = 1000;
 /** Streams a connection must have opened before its early-reset ratio is judged. */
 const EARLY_RESET_MIN_STREAMS = 100;
 /**
@@ -91,7 +96,7 @@ class ConnectionTracker {
       // code too (without an error argument node would send NO_ERROR).
       const session = this.session;
       session.goaway(constants.NGHTTP2_ENHANCE_YOUR_CALM);
-      setTimeout(() => session.destroy(new Error('too many calls reset before any answer'), constants.NGHTTP2_ENHANCE_YOUR_CALM), CLOSE_GRACE_MS).unref();
+      setTimeout(() => session.destroy(new Error('too many calls reset before any answer'), constants.NGHTTP2_ENHANCE_YOUR_CALM), DELAYED_CLOSE_MS).unref();
     }
   }
 
@@ -149,7 +154,7 @@ class ConnectionTracker {
     this.idleTimer = undefined;
     const session = this.session;
     session.close(); // GOAWAY; with no open stream it closes at once
-    setTimeout(() => session.destroy(), CLOSE_GRACE_MS).unref();
+    setTimeout(() => session.destroy(), DELAYED_CLOSE_MS).unref();
   }
 
   private stop(): void {
@@ -160,6 +165,14 @@ class ConnectionTracker {
 }
 
 type Tracked = Http2Session & { [TRACKER]?: ConnectionTracker };
+
+/** Destroys `socket` DELAYED_CLOSE_MS after we end our side of it, unless the client closed it first. */
+export function closeAfterFin(socket: Socket): void {
+  socket.once('finish', () => {
+    const timer = setTimeout(() => socket.destroy(), DELAYED_CLOSE_MS).unref();
+    socket.once('close', () => clearTimeout(timer));
+  });
+}
 
 /** Starts the handshake and idle clocks of a new client connection. */
 export function limitConnection(session: Http2Session, options: ConnectionLimitOptions): void {

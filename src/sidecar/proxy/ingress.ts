@@ -23,14 +23,14 @@ import {
   type IncomingHttpHeaders,
   type ServerHttp2Stream,
 } from 'node:http2';
-import type { AddressInfo } from 'node:net';
+import type { AddressInfo, Socket } from 'node:net';
 import type { HostPort } from '../../platform/config/host-port.js';
 import type { ServerTls } from '../../platform/tls/server-tls.js';
 import { parseGrpcTimeout } from '../../protocol/grpc/deadline.js';
 import { respondTrailersOnly, trailersOnlyHeaders } from '../../protocol/grpc/respond.js';
 import { CallError } from './call-error.js';
 import type { CallContext } from './call-context.js';
-import { limitConnection, trackStream, type ConnectionLimitOptions } from './connection-limits.js';
+import { closeAfterFin, limitConnection, trackStream, type ConnectionLimitOptions } from './connection-limits.js';
 import type { LocalService } from './local-service.js';
 import type { OpenCall } from './call-phases.js';
 import { ProxiedCall } from './proxied-call.js';
@@ -51,6 +51,8 @@ export interface IngressOptions extends ConnectionLimitOptions {
 export class Ingress {
   private readonly server: Http2Server | Http2SecureServer;
   private readonly sessions = new Set<Http2Session>();
+  /** Every client socket (TLS: the TLS socket its session uses), so that close() can cut them all. */
+  private readonly sockets = new Set<Socket>();
   private readonly openCalls = new Set<OpenCall>();
 
   constructor(private readonly options: IngressOptions) {
@@ -70,6 +72,12 @@ export class Ingress {
     const onStream = (stream: ServerHttp2Stream, headers: IncomingHttpHeaders, _flags: number, rawHeaders: RawHeaders): void =>
       this.onStream(stream, headers, rawHeaders);
     this.server.on('stream', onStream as (stream: ServerHttp2Stream, headers: IncomingHttpHeaders) => void);
+    // Plain TCP for h2c; with TLS, the TLS socket (ending it ends the TCP one beneath).
+    this.server.on(options.tls ? 'secureConnection' : 'connection', (socket: Socket) => {
+      this.sockets.add(socket);
+      closeAfterFin(socket);
+      socket.once('close', () => this.sockets.delete(socket));
+    });
     this.server.on('session', (session) => {
       this.sessions.add(session);
       limitConnection(session, options);
@@ -143,8 +151,11 @@ export class Ingress {
     for (const service of this.options.services) service.close?.();
     const closed = new Promise<void>((resolve) => this.server.close(() => resolve()));
     for (const session of this.sessions) session.close();
+    // Past the grace, whatever is left goes, sockets included: a session that closed idle has
+    // only end()ed its socket, which a client that never closes would otherwise keep.
     const timer = setTimeout(() => {
       for (const session of this.sessions) session.destroy();
+      for (const socket of this.sockets) socket.destroy();
     }, graceMs);
     timer.unref();
     await closed;

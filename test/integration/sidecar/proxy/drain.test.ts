@@ -8,6 +8,7 @@ import { testEngineClient, unary } from '../../../support/grpc-client.js';
 import { startSidecarProcess } from '../../../support/sidecar-process.js';
 import { startTestEngine, type TestEngine } from '../../../support/test-engine.js';
 import { waitFor } from '../../../support/wait.js';
+import { H2Wire } from '../../../support/h2-wire.js';
 
 let engine: TestEngine;
 beforeAll(async () => {
@@ -109,6 +110,25 @@ describe('SIGTERM', () => {
       await waitFor(() => engine.held === 0, 'the engine to see the cut call go');
     } finally {
       client.close();
+    }
+  });
+
+  it('exits 0 soon after the grace although an idle client keeps its connection open and never closes it', async () => {
+    const sidecar = await startSidecarProcess(['--upstream', engine.address, '--drain-grace-ms', '1000']);
+    // Preface and SETTINGS, no call; our side stays open after the sidecar's GOAWAY and FIN.
+    const idle = await H2Wire.connect(sidecar.port, { halfOpen: true });
+    try {
+      await idle.until(() => idle.peerSettingsReceived, 5000, "the sidecar's SETTINGS");
+      const started = Date.now();
+      sidecar.proc.kill('SIGTERM');
+      await idle.until(() => idle.goaway !== undefined, 5000, 'GOAWAY');
+      // Bounded: the grace (1 s) and the delayed close (1 s), with room for a loaded machine.
+      const code = await Promise.race([sidecar.exited(), new Promise<'running'>((resolve) => setTimeout(() => resolve('running'), 8000).unref())]);
+      expect(code, `still running ${Date.now() - started} ms after SIGTERM`).toBe(0);
+      expect(idle.closed).toBe(false);
+    } finally {
+      idle.destroy();
+      await sidecar.stop('SIGKILL');
     }
   });
 });

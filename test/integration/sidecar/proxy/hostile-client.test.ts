@@ -8,6 +8,7 @@
  */
 import * as grpc from '@grpc/grpc-js';
 import { loadSync, type MessageTypeDefinition } from '@grpc/proto-loader';
+import { readdirSync, readlinkSync } from 'node:fs';
 import { createServer as createNetServer, connect as netConnect, type Server as NetServer, type Socket } from 'node:net';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { frameMessage } from '../../../../src/protocol/grpc/framing.js';
@@ -47,6 +48,15 @@ const echoType = loadSync(TEST_ENGINE_PROTO, LOADER_OPTIONS)['dynamo.sidecar.tes
 /** One framed EchoRequest message. */
 const echo = (request: { payload?: Buffer; count?: number; reply_bytes?: number; tag?: string }): Buffer => frameMessage(echoType.serialize(request));
 const path = (method: string): string => `${TEST_ENGINE_PATH}/${method}`;
+/** The sockets a process holds (Linux /proc): what a connection left half-open costs it. */
+const openSockets = (s: SidecarProcess): number =>
+  readdirSync(`/proc/${s.proc.pid}/fd`).filter((fd) => {
+    try {
+      return readlinkSync(`/proc/${s.proc.pid}/fd/${fd}`).startsWith('socket:');
+    } catch {
+      return false; // closed while listing
+    }
+  }).length;
 
 /** A TCP relay in front of the engine that counts the connections the sidecar opens to it. */
 interface TcpCounter {
@@ -449,6 +459,18 @@ describe('hostile clients (N=4, Q=2)', () => {
       await wire.until(() => wire.peerSettingsReceived, 5000, "the sidecar's SETTINGS");
       await wire.waitClosed(8000);
       expect(wire.goaway, 'GOAWAY before the close').toBeDefined();
+      await expectHealthy(timed, engine);
+    });
+
+    it('frees the sockets of idled-out clients that never answer our FIN (half-open): a delayed close after the GOAWAY', async () => {
+      const before = openSockets(timed);
+      const wires = await Promise.all(Array.from({ length: 10 }, () => open({ halfOpen: true }, timed.port)));
+      for (const wire of wires) await wire.until(() => wire.peerSettingsReceived, 5000, "the sidecar's SETTINGS");
+      expect(openSockets(timed)).toBeGreaterThanOrEqual(before + 10);
+      await waitFor(() => wires.every((wire) => wire.goaway !== undefined), 'GOAWAY on every idle connection', 8000);
+      // idle 1000 ms, our FIN, then 1000 ms for the client's: the sidecar lets go of every socket although no client closed.
+      await waitFor(() => openSockets(timed) <= before, 'the sidecar to close the half-open sockets', 8000);
+      expect(wires.some((wire) => wire.closed)).toBe(false);
       await expectHealthy(timed, engine);
     });
 
