@@ -202,10 +202,13 @@ export class UpstreamPool {
     session.on('close', () => {
       if (this.session === session) this.session = undefined;
       closeReason ??= this.closedWithoutError(session, progress);
-      if (!this.session) {
-        this.setState('unreachable', closeReason);
-        this.scheduleReconnect();
-      }
+      if (this.session) return; // already replaced (GOAWAY, TLS renewal)
+      // "Down" means a connection could not be made, not that one ended: an engine that drops a
+      // connection (GOAWAY with an error, a reset socket) is usually still up, and the next call
+      // opens a new session on demand. The reconnect below tells which it is.
+      if (this.wasConnected(session)) this.logger.info('engine connection closed; reconnecting', { upstream: this.address, reason: closeReason });
+      else this.setState('unreachable', closeReason);
+      this.scheduleReconnect();
     });
     this.watchLiveness(session, progress, (reason) => (closeReason = reason));
     session.unref();

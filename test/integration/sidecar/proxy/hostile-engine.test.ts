@@ -6,7 +6,7 @@
  * a normal call working, and the engine never holding more than N calls.
  */
 import * as grpc from '@grpc/grpc-js';
-import { createServer as createH2Server, type Http2Server, type Http2Session, type ServerHttp2Stream } from 'node:http2';
+import { constants, createServer as createH2Server, type Http2Server, type Http2Session, type ServerHttp2Stream } from 'node:http2';
 import { createServer as createNetServer, type Server as NetServer, type Socket } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { frameMessage } from '../../../../src/protocol/grpc/framing.js';
@@ -95,7 +95,8 @@ async function expectHealthy(sidecar: SidecarProcess, maxActive: () => number | 
 /**
  * A raw node:http2 engine for misbehaviours grpc-js will not produce: it answers every call with
  * one empty message and OK, unless the request carries `x-rst-code` (reset with that code, before
- * or after response headers per `x-rst-when`). It counts the test service's calls open at once.
+ * or after response headers per `x-rst-when`), or `x-goaway-code` (its connection dropped with
+ * GOAWAY(code), the engine staying up). It counts the test service's calls open at once.
  */
 interface RawEngine {
   readonly port: number;
@@ -124,6 +125,9 @@ async function startRawEngine(): Promise<RawEngine> {
       maxActive = Math.max(maxActive, active);
       stream.on('close', () => active--);
     }
+    const goaway = headers['x-goaway-code'];
+    // The whole connection goes, with GOAWAY(code); the engine itself stays up and accepts new ones.
+    if (typeof goaway === 'string') return void setImmediate(() => stream.session?.destroy(new Error('engine dropped the connection'), Number(goaway)));
     const rst = headers['x-rst-code'];
     const when = headers['x-rst-when'];
     stream.resume();
@@ -206,6 +210,23 @@ describe('an engine that goes away', () => {
       bad.map((o) => `${o.code} ${o.details}`),
       'calls ending other than OK or UNAVAILABLE',
     ).toEqual([]);
+    await expectHealthy(sidecar, () => engine.maxActive);
+  });
+
+  it('serves the next call after an engine GOAWAY(INTERNAL_ERROR) on a connection it replaces at once (a closed session is not a down engine)', async () => {
+    const engine = await startRawEngine();
+    cleanups.push(() => engine.close());
+    const sidecar = await sidecarFor(engine.address);
+    const client = clientFor(sidecar);
+    await waitFor(async () => (await sidecar.get('/ready')).status === 200, 'ready', 10_000);
+    const metadata = new grpc.Metadata();
+    metadata.set('x-goaway-code', String(constants.NGHTTP2_INTERNAL_ERROR));
+    for (let round = 0; round < 5; round++) {
+      const dropped = await unary(client, 'Unary', {}, { metadata, deadlineMs: 10_000 });
+      expect(dropped.code, 'the call on the dropped connection').toBe(grpc.status.UNAVAILABLE);
+      const next = await unary(client, 'Unary', { payload: Buffer.from('x') }, { deadlineMs: 10_000 });
+      expect(next.code, `round ${round}: the call after the GOAWAY: ${next.details}`).toBe(grpc.status.OK);
+    }
     await expectHealthy(sidecar, () => engine.maxActive);
   });
 
