@@ -12,55 +12,17 @@
  */
 import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, readFileSync, renameSync, rmSync, symlinkSync, writeFileSync, mkdirSync } from 'node:fs';
+import { mkdtempSync, renameSync, rmSync, symlinkSync, writeFileSync, mkdirSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { request } from 'node:https';
 import { connect, type PeerCertificate } from 'node:tls';
+import { certFiles, type CertFiles, type IssueOptions, type TestPki } from './fixture-pki.js';
 
-export interface CertFiles {
-  readonly certFile: string;
-  readonly keyFile: string;
-  readonly cert: Buffer;
-  readonly key: Buffer;
-}
-
-export interface IssueOptions {
-  /** Who signs it; default the test CA. */
-  readonly signer?: 'ca' | 'otherCa';
-  readonly usage?: 'server' | 'client';
-  /** subjectAltName; default IP:127.0.0.1,DNS:localhost. */
-  readonly san?: string;
-  /** Valid only in 2020. */
-  readonly expired?: boolean;
-}
-
-export interface TestPki {
-  readonly dir: string;
-  readonly ca: CertFiles;
-  readonly otherCa: CertFiles;
-  /** Signed by `ca`, for 127.0.0.1 and localhost. */
-  readonly server: CertFiles;
-  /** Signed by `ca`, for client authentication. */
-  readonly client: CertFiles;
-  /** Signed by `otherCa`, for 127.0.0.1 and localhost: untrusted by whoever trusts `ca` only. */
-  readonly otherServer: CertFiles;
-  /** Signed by `ca`, valid only in 2020. */
-  readonly expiredServer: CertFiles;
-  issue(name: string, options?: IssueOptions): CertFiles;
-  /** Writes `text` to a file in the folder and returns its path. */
-  write(name: string, text: string | Buffer): string;
-  remove(): void;
-}
+export type { TestPki } from './fixture-pki.js';
 
 function openssl(args: string[], cwd: string): void {
   execFileSync('openssl', args, { cwd, stdio: ['ignore', 'ignore', 'pipe'] });
-}
-
-function files(dir: string, name: string): CertFiles {
-  const certFile = join(dir, `${name}.crt`);
-  const keyFile = join(dir, `${name}.key`);
-  return { certFile, keyFile, cert: readFileSync(certFile), key: readFileSync(keyFile) };
 }
 
 const EC = ['-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes'];
@@ -69,7 +31,7 @@ export function createTestPki(): TestPki {
   const dir = mkdtempSync(join(tmpdir(), 'dynamo-sidecar-pki-'));
   const makeCa = (name: string): CertFiles => {
     openssl(['req', '-x509', ...EC, '-keyout', `${name}.key`, '-out', `${name}.crt`, '-days', '3', '-subj', `/CN=${name}`], dir);
-    return files(dir, name);
+    return certFiles(dir, name);
   };
   const ca = makeCa('test-ca');
   const otherCa = makeCa('other-ca');
@@ -138,7 +100,7 @@ export function createTestPki(): TestPki {
         dir,
       );
     }
-    return files(dir, name);
+    return certFiles(dir, name);
   };
 
   return {

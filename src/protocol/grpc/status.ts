@@ -1,6 +1,9 @@
 /**
  * gRPC status codes (https://github.com/grpc/grpc/blob/master/doc/statuscodes.md).
- * Always use these names; a bare number on the wire is produced only by `String(code)`.
+ * Always use these names; a bare number on the wire is produced only by `String(code)`. The
+ * table is whole on purpose, used members or not.
+ *
+ * @public
  */
 export enum GrpcStatus {
   OK = 0,

@@ -60,11 +60,6 @@ export interface LoadCommandSettings {
 const NUMBER_KEYS = ['concurrency', 'rate', 'durationS', 'count', 'seed', 'deadlineMs', 'retry', 'retryMaxMs', 'graceS'] as const;
 const STRING_KEYS = ['arrival', 'target', 'openai', 'model', 'api'] as const;
 
-/** Strict parse of CLI strings, then {@link resolveLoadOptions}; throws ConfigError naming every bad flag or variable. */
-export function loadOptionsFromCli(values: LoadCliValues, env: Env = {}): LoadOptions {
-  return loadSettingsFromCli(values, env).options;
-}
-
 /**
  * Reads flags over their DYN_LOAD_CLIENT_* twins with the OptionReader, parses the strings
  * strictly, then resolves; throws ConfigError naming every bad flag or variable.

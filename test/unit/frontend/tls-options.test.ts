@@ -7,14 +7,14 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseFrontendConfig } from '../../../src/frontend/frontend-config.js';
 import { describeFrontend } from '../../../src/frontend/command.js';
-import { createTestPki, type TestPki } from '../../support/certs.js';
+import { fixturePki, type TestPki } from '../../support/fixture-pki.js';
 import { problemsOf } from '../../support/config-problems.js';
 import { runMain } from '../../support/run-main.js';
 
 let pki: TestPki;
 
 beforeAll(() => {
-  pki = createTestPki();
+  pki = fixturePki();
 });
 
 afterAll(() => pki?.remove());

@@ -10,7 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseFrontendConfig } from '../../../src/frontend/frontend-config.js';
 import { describeNatsSecurity, natsConnectionSecurity, NO_NATS_SECURITY } from '../../../src/platform/nats-security.js';
 import { parseSidecarConfig } from '../../../src/sidecar/config/sidecar-config.js';
-import { createTestPki, type TestPki } from '../../support/certs.js';
+import { fixturePki, type TestPki } from '../../support/fixture-pki.js';
 import { problems, problemsOf } from '../../support/config-problems.js';
 import { runMain } from '../../support/run-main.js';
 
@@ -20,7 +20,7 @@ const TOKEN = 's3cr3t-t0ken-value';
 let pki: TestPki;
 
 beforeAll(() => {
-  pki = createTestPki();
+  pki = fixturePki();
 });
 
 afterAll(() => pki?.remove());

@@ -3,7 +3,7 @@
  * nats-server, the simulated engine (in process) and the load client. What a Dynamo router
  * would see on the event plane is checked against what the engine and the clients see.
  */
-import { spawn } from 'node:child_process';
+import { promtoolCheckMetrics } from '../../../support/promtool.js';
 import { createConnection, createServer, type Server, type Socket } from 'node:net';
 import { isDeepStrictEqual } from 'node:util';
 import * as grpc from '@grpc/grpc-js';
@@ -126,13 +126,6 @@ function startCall(c: grpc.Client, promptTokens: number, maxTokens: number): Hel
   return { firstToken, done, cancel: () => call.cancel() };
 }
 
-/** One short Generate call through `c`; resolves with its latency in ms and final status. */
-async function timedCall(c: grpc.Client): Promise<{ ms: number; code: grpc.status }> {
-  const t0 = performance.now();
-  const outcome = await generate(c, request(8, 1));
-  return { ms: performance.now() - t0, code: outcome.code };
-}
-
 /** KV blocks in use per the engine's own /metrics: round(vllm:kv_cache_usage_perc * num_gpu_blocks). */
 async function engineKvUsedBlocks(e: RunningEngine): Promise<{ used: number; total: number }> {
   const text = await (await fetch(e.metricsUrl, { signal: AbortSignal.timeout(5000) })).text();
@@ -151,26 +144,6 @@ async function loadState(s: SidecarProcess): Promise<LoadState> {
   const res = await s.get('/load');
   expect(res.status).toBe(200);
   return JSON.parse(res.body) as LoadState;
-}
-
-/** Runs `promtool check metrics` on a /metrics body; resolves with its exit code and output. */
-function promtoolCheck(text: string): Promise<{ code: number | null; output: string }> {
-  return new Promise((resolve, reject) => {
-    const proc = spawn('promtool', ['check', 'metrics'], { stdio: ['pipe', 'pipe', 'pipe'] });
-    let output = '';
-    proc.stdout.on('data', (d) => (output += d));
-    proc.stderr.on('data', (d) => (output += d));
-    const timer = setTimeout(() => proc.kill('SIGKILL'), 10_000);
-    proc.on('error', (err) => {
-      clearTimeout(timer);
-      reject(err);
-    });
-    proc.on('close', (code) => {
-      clearTimeout(timer);
-      resolve({ code, output });
-    });
-    proc.stdin.end(text);
-  });
 }
 
 function expectWellFormed(e: LoadEvent): void {
@@ -390,7 +363,7 @@ describe('sidecar load events end to end (real sidecar, nats-server, simulated e
     expect(text).toMatch(/^dynamo_sidecar_engine_kv_usage_ratio\{dp_rank="0"\} /m);
     expect(text).toMatch(/^dynamo_sidecar_load_publish_failures_total /m);
     expect(text).toMatch(/^dynamo_sidecar_engine_scrape_errors_total /m);
-    const promtool = await promtoolCheck(text);
+    const promtool = await promtoolCheckMetrics(text);
     expect(promtool, promtool.output).toMatchObject({ code: 0 });
 
     // Every message came on exactly the escaped subject, every event is well formed, and the
@@ -401,11 +374,9 @@ describe('sidecar load events end to end (real sidecar, nats-server, simulated e
     const seqs = events.map((r) => r.event.sequence);
     expect(seqs).toEqual(seqs.map((_, i) => seqs[0]! + i));
 
-    // Publish-to-receive latency (timestamp_ms is taken when the event is built).
-    const latencies = events.map((r) => r.at - r.event.timestamp_ms);
-    expect(median(latencies)).toBeLessThan(100);
+    // Publish-to-receive latency is measured by bench/nats-outage.ts.
     console.log(
-      `[sidecar-load-events] ${events.length} events, publish-to-receive median ${median(latencies)} ms (min ${Math.min(...latencies)}, max ${Math.max(...latencies)}); sample: ${JSON.stringify(underLoad.find((ev) => ev.active_prefill_tokens > 0 && ev.active_decode_blocks > 0 && (ev.kv_used_blocks ?? 0) > 0) ?? latest)}`,
+      `[sidecar-load-events] ${events.length} events; sample: ${JSON.stringify(underLoad.find((ev) => ev.active_prefill_tokens > 0 && ev.active_decode_blocks > 0 && (ev.kv_used_blocks ?? 0) > 0) ?? latest)}`,
     );
 
     // SIGTERM: the drain is announced before the sidecar exits.
@@ -512,7 +483,7 @@ describe('sidecar load events end to end (real sidecar, nats-server, simulated e
     await waitFor(() => lastOf(got)!.event.engine_request === 0 && !lastOf(got)!.event.overloaded, 'not busy after the cancels', 3000);
   });
 
-  it('keeps serving with unchanged latency and bounded memory while nats-server is down, and publishes the current state first after it returns', async () => {
+  it('keeps serving while nats-server is down, drops events (counted) rather than queueing them, and publishes the current state first after it returns', async () => {
     const broker = await startNatsServer();
     cleanups.push(() => broker.stop());
     const relay = await natsRelay(broker);
@@ -527,22 +498,7 @@ describe('sidecar load events end to end (real sidecar, nats-server, simulated e
     );
     await waitFor(() => before.got.length >= 2, 'events before the outage', 10_000);
     const c = client(s.address);
-    const sample = async (n: number): Promise<number> => {
-      const ms: number[] = [];
-      for (let i = 0; i < n; i++) {
-        const r = await timedCall(c);
-        expect(r.code).toBe(grpc.status.OK);
-        ms.push(r.ms);
-      }
-      return median(ms);
-    };
-    await sample(10); // warm up connections and JIT
     const load = { target: s.address, concurrency: 8, promptTokens: { min: 8, max: 64 }, maxTokens: { min: 2, max: 8 }, graceS: 10 } as const;
-    // The same load as during the outage first, so that the heap has grown to its working size.
-    await runLoad({ ...load, durationS: 2.5 });
-    const p50Before = await sample(40);
-    const rssBefore = await s.metric('process_resident_memory_bytes');
-    expect(rssBefore).toBeGreaterThan(0);
 
     // Outage: the broker is killed; nothing new reaches the sidecar until the test allows it.
     await before.nc.close();
@@ -555,12 +511,9 @@ describe('sidecar load events end to end (real sidecar, nats-server, simulated e
     expect(outage.completed).toBeGreaterThan(50);
     expect(outage.rejected).toBe(0);
     expect(Object.keys(outage.errors)).toEqual([]);
-    const p50During = await sample(40);
-    expect(p50During).toBeLessThan(2 * p50Before + 20);
-    const rssDuring = await s.metric('process_resident_memory_bytes');
-    expect(rssDuring - rssBefore).toBeLessThan(64 * 1024 * 1024); // warm-up growth included; queueing is checked exactly below
     expect(await s.metric('dynamo_sidecar_nats_connected')).toBe(0);
-    // Events are dropped (counted), not queued.
+    // Events are dropped (counted), not queued. What the outage costs in latency and memory is
+    // measured by bench/nats-outage.ts.
     expect(await s.metric('dynamo_sidecar_load_events_published_total')).toBe(publishedAtOutage);
     expect(await s.metric('dynamo_sidecar_load_publish_failures_total')).toBeGreaterThan(failuresAtOutage);
     // GET /load shows the sequence of the last event handed to NATS; it must not move while
@@ -583,9 +536,6 @@ describe('sidecar load events end to end (real sidecar, nats-server, simulated e
     expect(served.engine_request).toBe(first.engine_request);
     expect(await s.metric('dynamo_sidecar_nats_connected')).toBe(1);
     await waitFor(() => afterSub.got.length >= 3, 'heartbeats resume', 3000);
-    console.log(
-      `[sidecar-load-events] outage: p50 before ${p50Before.toFixed(1)} ms, during ${p50During.toFixed(1)} ms; RSS growth ${((rssDuring - rssBefore) / 1048576).toFixed(1)} MiB`,
-    );
     for (const h of held) h.cancel();
   });
 

@@ -1,5 +1,4 @@
-// /live, /ready, /metrics, and the metric names and help as promtool sees them.
-import { spawnSync } from 'node:child_process';
+// /live, /ready, /metrics, and the metric names and help (promtool checks the same page in test/integration/frontend/metrics-promtool.test.ts).
 import { afterEach, describe, expect, it } from 'vitest';
 import { GrpcStatus } from '../../../../src/protocol/grpc/status.js';
 import { fails, OVERLOAD_DETAILS, target, testApp, type TestApp } from '../../../support/frontend-fakes.js';
@@ -8,8 +7,6 @@ let t: TestApp;
 afterEach(async () => {
   await t?.app.close();
 });
-
-const hasPromtool = spawnSync('promtool', ['--version']).status === 0;
 
 describe('process endpoints', () => {
   it('GET /live answers 200 whatever readiness says', async () => {
@@ -45,7 +42,7 @@ describe('process endpoints', () => {
 });
 
 describe('frontend metrics', () => {
-  it.skipIf(!hasPromtool)('pass promtool check metrics with every series populated', async () => {
+  it('name every series, all populated', async () => {
     t = testApp();
     t.router.targets = [target('1'), target('2')];
     t.workers.scripts.set('1', fails(GrpcStatus.RESOURCE_EXHAUSTED));
@@ -65,7 +62,5 @@ describe('frontend metrics', () => {
     ]) {
       expect(text).toMatch(new RegExp(`^dynamo_frontend_${name}\\{`, 'mu'));
     }
-    const result = spawnSync('promtool', ['check', 'metrics'], { input: text, encoding: 'utf8' });
-    expect(result.status, result.stdout + result.stderr).toBe(0);
   });
 });

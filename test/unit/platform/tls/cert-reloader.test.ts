@@ -10,7 +10,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { CertReloader } from '../../../../src/platform/tls/cert-reloader.js';
 import { readTlsMaterialSync, type TlsMaterial } from '../../../../src/platform/tls/pem-files.js';
 import { TlsMetrics } from '../../../../src/platform/tls/tls-metrics.js';
-import { createTestPki, type CertFiles, type TestPki } from '../../../support/certs.js';
+import { fixturePki, type CertFiles, type TestPki } from '../../../support/fixture-pki.js';
 import { FakeTimers } from '../../../support/fake-timers.js';
 import { recordingLogger, type RecordingLogger } from '../../../support/recording-logger.js';
 
@@ -25,7 +25,7 @@ let registry: Registry;
 let timers: FakeTimers;
 
 beforeAll(() => {
-  pki = createTestPki();
+  pki = fixturePki();
   next = pki.issue('next-server');
 });
 

@@ -1,5 +1,4 @@
 /** PEM files are checked before use: a pair that does not belong together, garbage or an unreadable file is a TlsFileError naming its role and path. */
-import { execFileSync } from 'node:child_process';
 import { X509Certificate } from 'node:crypto';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -12,12 +11,12 @@ import {
   TlsFileError,
   validityProblem,
 } from '../../../../src/platform/tls/pem-files.js';
-import { createTestPki, type TestPki } from '../../../support/certs.js';
+import { fixturePki } from '../../../support/fixture-pki.js';
 
-let pki: TestPki;
+let pki: ReturnType<typeof fixturePki>;
 
 beforeAll(() => {
-  pki = createTestPki();
+  pki = fixturePki();
 });
 
 afterAll(() => pki?.remove());
@@ -82,11 +81,7 @@ describe('readTlsMaterialSync', () => {
   });
 
   it('refuses an encrypted key with a reason saying so', () => {
-    const encrypted = join(pki.dir, 'encrypted.key');
-    execFileSync('openssl', ['pkcs8', '-topk8', '-in', pki.server.keyFile, '-out', encrypted, '-passout', 'pass:secret', '-v2', 'aes-256-cbc'], {
-      stdio: 'ignore',
-    });
-    const err = errorOf(() => readTlsMaterialSync({ certFile: pki.server.certFile, keyFile: encrypted }));
+    const err = errorOf(() => readTlsMaterialSync({ certFile: pki.server.certFile, keyFile: pki.encryptedServerKeyFile }));
     expect(err.message).toContain('the key is encrypted');
   });
 

@@ -2,10 +2,13 @@
 // only make sense over HTTP, overload statuses and --retry-max-ms; every problem named at once.
 import { describe, expect, it } from 'vitest';
 import { ConfigError } from '../../../../src/platform/config/config-error.js';
-import { HTTP_OVERLOADED, openAiBaseUrl, resolveLoadOptions } from '../../../../src/tools/load/options.js';
-import { loadOptionsFromCli, type LoadCliValues } from '../../../../src/tools/load/cli-options.js';
+import { HTTP_OVERLOADED, openAiBaseUrl, resolveLoadOptions, type LoadOptions } from '../../../../src/tools/load/options.js';
+import { loadSettingsFromCli, type LoadCliValues } from '../../../../src/tools/load/cli-options.js';
 import { promptText } from '../../../../src/tools/load/openai-transport.js';
 import { mulberry32 } from '../../../../src/platform/prng.js';
+
+/** The options alone, as most tests here need them. */
+const loadOptionsFromCli = (values: LoadCliValues): LoadOptions => loadSettingsFromCli(values).options;
 
 function flagsOf(values: LoadCliValues): string[] {
   try {

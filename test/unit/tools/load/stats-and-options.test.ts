@@ -3,10 +3,13 @@ import { ConfigError } from '../../../../src/platform/config/config-error.js';
 import { Metadata } from '@grpc/grpc-js';
 import { describe, expect, it } from 'vitest';
 import { GrpcStatus } from '../../../../src/protocol/grpc/status.js';
-import { resolveLoadOptions } from '../../../../src/tools/load/options.js';
-import { loadOptionsFromCli, parseIntRange } from '../../../../src/tools/load/cli-options.js';
+import { resolveLoadOptions, type LoadOptions } from '../../../../src/tools/load/options.js';
+import { loadSettingsFromCli, parseIntRange, type LoadCliValues } from '../../../../src/tools/load/cli-options.js';
 import { readPushback, retryDelayMs } from '../../../../src/tools/load/retry.js';
 import { LoadRecorder, percentile } from '../../../../src/tools/load/stats.js';
+
+/** The options alone, as most tests here need them. */
+const loadOptionsFromCli = (values: LoadCliValues): LoadOptions => loadSettingsFromCli(values).options;
 
 describe('percentile', () => {
   it('uses the nearest rank and is null without samples', () => {

@@ -1,0 +1,47 @@
+// The benchmark's bar charts: well-formed SVG, bars to scale from zero, gaps for missing values,
+// and every label escaped.
+import { describe, expect, it } from 'vitest';
+import { barChartSvg } from '../../../../bench/report/svg.js';
+
+const heights = (svg: string): number[] =>
+  [...svg.matchAll(/<rect x="[^"]+" y="[^"]+" width="[^"]+" height="([^"]+)" fill="[^"]+"><title>/g)].map((m) => Number(m[1]));
+
+describe('barChartSvg', () => {
+  it('draws one bar per finite value, heights proportional to the values', () => {
+    const svg = barChartSvg({
+      title: 't',
+      yLabel: 'ms',
+      series: ['a', 'b'],
+      groups: [
+        { label: 'r1', values: [10, 20] },
+        { label: 'r2', values: [5, NaN] },
+      ],
+    });
+    const bars = heights(svg);
+    expect(bars).toHaveLength(3);
+    expect(bars[1]! / bars[0]!).toBeCloseTo(2, 1);
+    expect(bars[2]! / bars[0]!).toBeCloseTo(0.5, 1);
+  });
+
+  it('puts the axis top at a round number at or above the largest value', () => {
+    const svg = barChartSvg({ title: 't', yLabel: 'ms', series: ['a'], groups: [{ label: 'r', values: [7.3] }] });
+    const ticks = [...svg.matchAll(/text-anchor="end">([^<]+)</g)].map((m) => Number(m[1]));
+    expect(ticks[0]).toBe(0);
+    expect(ticks.at(-1)).toBeGreaterThanOrEqual(7.3);
+    expect(ticks.at(-1)).toBeLessThanOrEqual(10);
+  });
+
+  it('escapes every text that came from outside', () => {
+    const svg = barChartSvg({ title: '<script>x</script>', yLabel: 'a&b', series: ['"s"'], groups: [{ label: "<g'>", values: [1] }] });
+    expect(svg).not.toContain('<script>');
+    expect(svg).not.toContain('a&b');
+    expect(svg).toContain('&#60;script&#62;');
+    expect(svg).not.toMatch(/<g'>/);
+  });
+
+  it('draws an empty chart without dividing by zero', () => {
+    const svg = barChartSvg({ title: 't', yLabel: 'ms', series: ['a'], groups: [] });
+    expect(svg).not.toContain('NaN');
+    expect(svg).not.toContain('Infinity');
+  });
+});
