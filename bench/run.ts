@@ -12,21 +12,7 @@
  * A/B of a code change (paired per-round ratios sidecar / baseline for every goal figure):
  *   npx tsc -p tsconfig.json && node --import tsx bench/run.ts --baseline main --scenario unary,streaming --no-node24 --no-profile
  *
- * Options:
- *   --quick                 smoke configuration: 1 round, short windows, memory steps 100/1,000, no profiles
- *   --rounds K              rounds per scenario (default 5, --quick 1)
- *   --scenario LIST         unary,streaming,overload,memory (the default) and gate (on request only); repeatable
- *   --targets LIST          direct,sidecar,haproxy,nginx (default: all that are installed); sidecar = every
- *                           sidecar row; the goals need haproxy
- *   --sidecar-node PATH     one more sidecar row on that Node binary, labelled sidecar@nodeX.Y.Z (repeatable);
- *                           without any, Node 24 is fetched and added, so Node 20 and 24 run side by side
- *   --no-node24             no automatic Node 24 row
- *   --baseline REV          also build git revision REV (its src/, proto/) in the temp dir and run it as row
- *                           baseline@REV on this Node; the A/B section pairs it with the sidecar row, round by round
- *   --out FILE.json         where to write the JSON results (schema dynamo-sidecar-bench/2; default: a temp dir)
- *   --profile/--no-profile  sidecar CPU profiles cut to the measured windows of unary and streaming (default on)
- *   --no-pin                do not pin processes with taskset (proxy on CPU 0, upstream and clients on CPU 1)
- *   --time-limit-min M      hard stop after M minutes (default 45): everything started is stopped
+ * Options: `--help` prints them (bench/lib/options.ts holds the text).
  *
  * Output: per scenario a table of median [min..max] over rounds, the warm-up series per target (CPU per
  * unit per slice until three agree), the paired per-round figures (sidecar / HAProxy of the same round;
@@ -42,7 +28,7 @@ import { join } from 'node:path';
 import { planCpus } from './lib/affinity.js';
 import { ForeignLoadMeter } from './lib/foreign-load.js';
 import { has, machineInfo } from './lib/machine.js';
-import { parseOptions } from './lib/options.js';
+import { BENCH_USAGE, BenchUsageError, parseOptions } from './lib/options.js';
 import { stopAll } from './lib/spawn.js';
 import { renderAb } from './report/ab.js';
 import { evaluateGoals, renderGoals } from './report/goals.js';
@@ -68,7 +54,12 @@ const SCENARIOS: Record<string, (ctx: BenchContext) => Promise<ScenarioResult>> 
 const log = (m: string): void => void process.stderr.write(`${m}\n`);
 
 async function main(): Promise<number> {
-  const options = parseOptions(process.argv.slice(2), Object.keys(SCENARIOS));
+  const parsed = parseOptions(process.argv.slice(2), Object.keys(SCENARIOS));
+  if (parsed === 'help') {
+    process.stdout.write(BENCH_USAGE);
+    return 0;
+  }
+  const options = parsed;
   armHardStop(options.timeLimitMin);
   for (const tool of ['h2load', 'taskset']) if (!has(tool)) throw new Error(`${tool} not found: run \`bash .ci/setup.sh --bench\` (npm run bench does)`);
   const roster = buildRoster(options, log);
@@ -169,7 +160,7 @@ main()
     process.exit(code);
   })
   .catch(async (err: Error) => {
-    log(`bench: ${err.stack ?? err.message}`);
+    log(err instanceof BenchUsageError ? `bench: ${err.message} (--help lists the options)` : `bench: ${err.stack ?? err.message}`);
     await stopAll();
-    process.exit(1);
+    process.exit(err instanceof BenchUsageError ? 2 : 1);
   });

@@ -13,7 +13,40 @@ const list = (values: readonly string[] | undefined): string[] =>
     .map((s) => s.trim())
     .filter(Boolean);
 
-export function parseOptions(argv: string[], known: readonly string[]): BenchOptions {
+export const BENCH_USAGE = `usage: node --import tsx bench/run.ts [options]   (npm run bench -- [options] does the set-up first)
+
+  --quick                 smoke configuration: 1 round, short windows, memory steps 100/1,000, no profiles
+  --rounds K              rounds per scenario (default 5, --quick 1)
+  --scenario LIST         unary,streaming,overload,memory (the default) and gate (on request only); repeatable
+  --targets LIST          direct,sidecar,haproxy,nginx (default: all that are installed); sidecar = every
+                          sidecar row; the goals need haproxy
+  --sidecar-node PATH     one more sidecar row on that Node binary, labelled sidecar@nodeX.Y.Z (repeatable);
+                          without any, Node 24 is fetched and added, so Node 20 and 24 run side by side
+  --no-node24             no automatic Node 24 row
+  --baseline REV          also build git revision REV (its src/, proto/) in the temp dir and run it as row
+                          baseline@REV on this Node; the A/B section pairs it with the sidecar row, round by round
+  --out FILE.json         where to write the JSON results (schema dynamo-sidecar-bench/2; default: a temp dir)
+  --profile/--no-profile  sidecar CPU profiles cut to the measured windows of unary and streaming (default on)
+  --no-pin                do not pin processes with taskset (proxy on CPU 0, upstream and clients on CPU 1)
+  --time-limit-min M      hard stop after M minutes (default 45): everything started is stopped
+`;
+
+/** A bad command line: exit 2 with the message. */
+export class BenchUsageError extends Error {
+  override readonly name = 'BenchUsageError';
+}
+
+/** The options, or 'help' for --help / -h; throws BenchUsageError naming a bad option. */
+export function parseOptions(argv: string[], known: readonly string[]): BenchOptions | 'help' {
+  if (argv.includes('--help') || argv.includes('-h')) return 'help';
+  try {
+    return readOptions(argv, known);
+  } catch (err) {
+    throw new BenchUsageError((err as Error).message);
+  }
+}
+
+function readOptions(argv: string[], known: readonly string[]): BenchOptions {
   const { values } = parseArgs({
     args: argv,
     options: {
