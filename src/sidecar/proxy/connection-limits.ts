@@ -15,16 +15,22 @@
  *              Idle means no complete request, not no bytes: a client dripping one CONTINUATION
  *              frame at a time (slowloris) has no open stream and is closed like a silent one.
  *   resets     a connection whose client resets most of its calls before any answer and soon
- *              after sending them (isEarlyReset; at least EARLY_RESET_MIN_STREAMS streams, more
- *              than half of them reset early) is a Rapid Reset attacker spreading HEADERS and
- *              RST_STREAM over several reads: it gets GOAWAY(ENHANCE_YOUR_CALM) and is closed, as
- *              Envoy and nginx do since CVE-2023-44487.
+ *              after sending them (isEarlyReset) is a Rapid Reset attacker spreading HEADERS and
+ *              RST_STREAM over several reads, as Envoy and nginx judge since CVE-2023-44487. Both
+ *              counts decay (DecayingCount, τ = EARLY_RESET_WINDOW_MS), so the rule reads what the
+ *              connection does now: at least EARLY_RESET_MIN_STREAMS streams in about the last
+ *              window, more than half of them reset early. Such a connection stops taking calls
+ *              with a graceful GOAWAY: NO_ERROR and the last stream it processed, so the calls it
+ *              already has finish (a node client, such as our frontend's grpc-js, fails every open
+ *              stream on a GOAWAY with an error code) and the client retries the later ones on a
+ *              new connection, as the last-stream-id tells it they were never processed.
  * The number of streams per connection is bounded by SETTINGS_MAX_CONCURRENT_STREAMS, which the
  * server advertises (node refuses streams beyond it with RST_STREAM(REFUSED_STREAM)).
  */
-import { constants, type Http2Session, type ServerHttp2Stream } from 'node:http2';
+import type { Http2Session, ServerHttp2Stream } from 'node:http2';
 import type { Socket } from 'node:net';
 import type { Logger } from '../../platform/log.js';
+import { DecayingCount } from './decaying-count.js';
 
 export interface ConnectionLimitOptions {
   /** 0 = never close idle connections. */
@@ -37,11 +43,12 @@ export interface ConnectionLimitOptions {
 
 /** How long a closing connection may take to finish (its last frames, the client's FIN) before it is destroyed. */
 export const DELAYED_CLOSE_MS = 1000;
-/** Streams a connection must have opened before its early-reset ratio is judged. */
-const EARLY_RESET_MIN_STREAMS = 100;
+/** Streams a connection must have opened in about the last window before its early-reset ratio is judged. */
+export const EARLY_RESET_MIN_STREAMS = 100;
 /**
  * Only a reset this soon after the call arrived counts (Envoy's premature-reset rule): calls a
- * frontend gives up on after waiting in an overloaded queue are not an attack.
+ * frontend gives up on after waiting in an overloaded queue are not an attack. Also the time
+ * constant of the decaying counts the rule reads.
  */
 export const EARLY_RESET_WINDOW_MS = 1000;
 
@@ -49,8 +56,9 @@ const TRACKER = Symbol('dynamo-sidecar.connection');
 
 class ConnectionTracker {
   private openStreams = 0;
-  private streams = 0;
-  private earlyResets = 0;
+  /** Streams opened and early resets, over about the last EARLY_RESET_WINDOW_MS. */
+  private readonly recentStreams: DecayingCount;
+  private readonly recentEarlyResets: DecayingCount;
   private shed = false;
   private idleSince: number;
   private idleTimer: NodeJS.Timeout | undefined;
@@ -65,6 +73,8 @@ class ConnectionTracker {
   ) {
     this.now = options.now ?? Date.now;
     this.idleSince = this.now();
+    this.recentStreams = new DecayingCount(EARLY_RESET_WINDOW_MS, this.idleSince);
+    this.recentEarlyResets = new DecayingCount(EARLY_RESET_WINDOW_MS, this.idleSince);
     this.handshakeTimer = setTimeout(() => this.onHandshakeTimeout(), options.handshakeTimeoutMs);
     this.handshakeTimer.unref();
     session.once('remoteSettings', () => this.onHandshakeDone());
@@ -73,31 +83,34 @@ class ConnectionTracker {
 
   streamOpened(): void {
     this.openStreams++;
-    this.streams++;
+    this.recentStreams.add(this.now());
   }
 
-  /** More than one call in ten reset before any answer: its next calls wait for a dispatch turn. */
+  /** More than one recent call in ten reset before any answer: its next calls wait for a dispatch turn. */
   get resetsEarly(): boolean {
-    return this.earlyResets * 10 > this.streams;
+    const now = this.now();
+    return this.recentEarlyResets.read(now) * 10 > this.recentStreams.read(now);
   }
 
-  /** The client reset a call before any answer; too many of those and the connection goes. */
+  /** The client reset a call before any answer; too many of those and the connection takes no more. */
   earlyReset(): void {
-    this.earlyResets++;
-    if (this.streams >= EARLY_RESET_MIN_STREAMS && this.earlyResets * 2 > this.streams && !this.shed && !this.session.destroyed && !this.session.closed) {
-      this.shed = true;
-      this.options.logger.warn('client connection closed: most of its calls were reset before any answer (Rapid Reset)', {
-        remote: this.session.socket?.remoteAddress,
-        streams: this.streams,
-        early_resets: this.earlyResets,
-      });
-      // GOAWAY first, so it reaches the client before the socket goes (destroy() right away can
-      // lose it); no new stream is accepted meanwhile. The final GOAWAY of destroy() carries the
-      // code too (without an error argument node would send NO_ERROR).
-      const session = this.session;
-      session.goaway(constants.NGHTTP2_ENHANCE_YOUR_CALM);
-      setTimeout(() => session.destroy(new Error('too many calls reset before any answer'), constants.NGHTTP2_ENHANCE_YOUR_CALM), DELAYED_CLOSE_MS).unref();
-    }
+    const now = this.now();
+    this.recentEarlyResets.add(now);
+    const streams = this.recentStreams.read(now);
+    const earlyResets = this.recentEarlyResets.read(now);
+    if (streams < EARLY_RESET_MIN_STREAMS || earlyResets * 2 <= streams || this.shed || this.session.destroyed || this.session.closed) return;
+    this.shed = true;
+    this.options.logger.warn('client connection takes no new calls: most of its recent calls were reset before any answer (Rapid Reset)', {
+      remote: this.session.socket?.remoteAddress,
+      recent_streams: Math.round(streams),
+      recent_early_resets: Math.round(earlyResets),
+      open_streams: this.openStreams,
+    });
+    // Graceful, as HTTP/2 intends: close() sends GOAWAY(NO_ERROR) with the last stream nghttp2
+    // processed, so those streams may finish and later ones are refused, which the client knows
+    // it may retry; the connection ends once its open calls have ended, and they are bounded like
+    // any call (deadline, liveness PINGs).
+    this.session.close();
   }
 
   streamClosed(): void {

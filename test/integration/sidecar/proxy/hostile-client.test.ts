@@ -576,9 +576,14 @@ describe('hostile clients (N=4, Q=2)', () => {
     await expectHealthy(sidecar, engine);
   });
 
-  it('sends GOAWAY(ENHANCE_YOUR_CALM) to a client that resets most calls before any answer, spread over separate reads', async () => {
+  it('takes no new calls from a client that resets most calls before any answer, spread over separate reads, and lets its open call finish (graceful GOAWAY)', async () => {
     const wire = await open();
     await wire.until(() => wire.peerSettingsReceived, 5000, "the sidecar's SETTINGS");
+    // A call already running on the connection: the shed must not cost it its stream.
+    const tag = 'bystander-of-slow-rapid';
+    const held = wire.sendHeaders(grpcRequestHeaders(path('Hold'), [['x-tag', tag]]));
+    wire.write(dataFrame(held, echo({ tag }), true));
+    await waitFor(() => engine.heldTags.includes(tag), 'the bystander call to be held in the engine');
     let sent = 0;
     // Each HEADERS is read (and dispatched) before its RST_STREAM: the slow variant of Rapid Reset.
     for (; sent < 300 && !wire.closed && !wire.goaway; sent++) {
@@ -587,9 +592,16 @@ describe('hostile clients (N=4, Q=2)', () => {
       wire.write(rstStreamFrame(id, ErrorCode.CANCEL));
     }
     await wire.until(() => wire.goaway !== undefined || wire.closed, 5000, 'the sidecar to end the connection');
-    expect(wire.goaway?.code, `GOAWAY ${JSON.stringify(wire.goaway)} after ${sent}`).toBe(ErrorCode.ENHANCE_YOUR_CALM);
+    expect(wire.goaway, `GOAWAY after ${sent}`).toMatchObject({ code: ErrorCode.NO_ERROR });
+    expect(wire.goaway!.lastStreamId, 'last stream id: the calls it processed').toBeGreaterThanOrEqual(held);
     expect(sent, 'streams opened before the connection was ended').toBeLessThan(300);
     expect(sent).toBeGreaterThanOrEqual(100);
+    expect(sidecar.stderr(), 'the shed is logged').toContain('Rapid Reset');
+    expect(wire.isDone(held), 'the bystander call is still open').toBe(false);
+    engine.releaseHeld();
+    await wire.until(() => wire.isDone(held), 10_000, "the bystander call's answer");
+    expect(wire.grpcStatus(held), `grpc-message: ${wire.grpcMessage(held)}`).toBe(OK);
+    await wire.until(() => wire.closed, 5000, 'the connection to end once its last call has');
     await expectHealthy(sidecar, engine);
   });
 
