@@ -1,11 +1,14 @@
-// GrpcWorkerClients against a real grpc-js VllmEngine server: dp-rank header, one client per address, deadlines, close.
+// GrpcWorkerClients against a real grpc-js VllmEngine server: dp-rank header, one client per address, deadlines, close; and against a bare HTTP/2 server that closes gracefully.
 import * as grpc from '@grpc/grpc-js';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { constants, createServer, type Http2Server, type ServerHttp2Stream } from 'node:http2';
+import type { AddressInfo } from 'node:net';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { GenerateRequestMessage } from '../../../../src/protocol/engine/engine-proto.js';
 import { vllmEngineService } from '../../../../src/protocol/engine/engine-services.js';
 import { GrpcWorkerClients, type CallStatus, type GenerateCall } from '../../../../src/frontend/generate/worker-clients.js';
 import { GrpcStatus } from '../../../../src/protocol/grpc/status.js';
 import { target } from '../../../support/frontend-fakes.js';
+import { waitFor } from '../../../support/wait.js';
 
 let server: grpc.Server;
 let address: string;
@@ -96,5 +99,49 @@ describe('GrpcWorkerClients', () => {
     expect((await done).status.code).toBe(GrpcStatus.CANCELLED);
     clients.close();
     expect(() => clients.generate(target('1', address), request('e'))).toThrow('worker clients are closed');
+  });
+});
+
+describe('GrpcWorkerClients when a worker closes the connection gracefully (GOAWAY NO_ERROR)', () => {
+  let raw: Http2Server | undefined;
+  afterEach(async () => {
+    await new Promise((resolve) => (raw ? raw.close(resolve) : resolve(undefined)));
+    raw = undefined;
+  });
+
+  it('lets the calls below the last-stream-id finish, and retries a refused one on a new connection', async () => {
+    // A bare HTTP/2 stand-in for a sidecar: the first call on a connection is held; the second
+    // makes it send GOAWAY(NO_ERROR, last stream = the first), so the second is refused; later
+    // connections answer at once. Answers are Trailers-Only OK (no message).
+    const connections: number[] = [];
+    const held: ServerHttp2Stream[] = [];
+    raw = createServer();
+    raw.on('session', (session) => {
+      connections.push(connections.length);
+      session.on('error', () => {});
+    });
+    raw.on('stream', (stream) => {
+      stream.on('error', () => {});
+      const connection = connections.length - 1;
+      const first = held.length === 0;
+      if (connection === 0 && first) return void held.push(stream);
+      if (connection === 0) return void stream.session!.goaway(constants.NGHTTP2_NO_ERROR, held[0]!.id);
+      stream.respond({ ':status': 200, 'content-type': 'application/grpc', 'grpc-status': '0' }, { endStream: true });
+    });
+    const port = await new Promise<number>((resolve) => raw!.listen(0, '127.0.0.1', () => resolve((raw!.address() as AddressInfo).port)));
+    const clients = new GrpcWorkerClients();
+    try {
+      const where = target('1', `127.0.0.1:${port}`);
+      const firstCall = finish(clients.generate(where, request('first')));
+      await waitFor(() => held.length === 1, 'the first call to be held');
+      const second = await finish(clients.generate(where, request('second')));
+      expect(second.status.code, second.status.details).toBe(GrpcStatus.OK);
+      expect(connections.length, 'the retry went to a new connection').toBe(2);
+      held[0]!.respond({ ':status': 200, 'content-type': 'application/grpc', 'grpc-status': '0' }, { endStream: true });
+      const first = await firstCall;
+      expect(first.status.code, `the call below the last-stream-id: ${first.status.details}`).toBe(GrpcStatus.OK);
+    } finally {
+      clients.close();
+    }
   });
 });
