@@ -74,6 +74,7 @@ export function connectInBackground(options: FirstConnectOptions): FirstConnect 
         await nc.close();
         return undefined;
       } catch (err) {
+        if (cancelled) break; // an attempt that fails after cancel() is no news, and waits for nothing
         if (attempt === 0)
           options.logger.warn('NATS not reachable, retrying in the background', {
             servers: options.servers,

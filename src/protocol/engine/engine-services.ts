@@ -8,7 +8,8 @@ import { HEALTH_SERVICE, VLLM_ENGINE_PROTO, VLLM_ENGINE_SERVICE, definitionOf } 
 function loadService(file: string, fullName: string): grpc.ServiceClientConstructor {
   const definition = definitionOf(file);
   let node: unknown = grpc.loadPackageDefinition(definition);
-  for (const part of fullName.split('.')) node = (node as Record<string, unknown>)[part];
+  // A package missing from the file (a renamed .proto) ends the walk as a missing service does.
+  for (const part of fullName.split('.')) node = typeof node === 'object' && node !== null ? (node as Record<string, unknown>)[part] : undefined;
   if (typeof node !== 'function') throw new Error(`service ${fullName} not found in ${file}`);
   return node as grpc.ServiceClientConstructor;
 }

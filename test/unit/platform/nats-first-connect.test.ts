@@ -178,6 +178,15 @@ describe('connectInBackground', () => {
     expect(attempts).toHaveLength(1);
   });
 
+  it('ends at once, with no warning, when the attempt in flight fails after cancel()', async () => {
+    const { attempts, connect } = scripted();
+    const first = connectInBackground(options({ connect, reconnectTimeWaitMs: 5000 }));
+    first.cancel();
+    attempts[0]!.reject(new Error('refused'));
+    expect(await state(first.connected)).toBeUndefined();
+    expect(logger.lines, 'a failure after cancel() is no news').toHaveLength(0);
+  });
+
   it('merges the TLS files and authenticator of `security`, and names them (never the secret) in the warning', async () => {
     const security: NatsSecurity = {
       tls: { caFile: 'ca.pem', certFile: 'client.pem', keyFile: 'client.key', serverName: undefined },

@@ -81,4 +81,11 @@ describe('a service missing from its definition', () => {
     expect(() => fresh.vllmEngineService()).toThrow('service vllm.grpc.engine.VllmEngine not found in vllm/vllm_engine.proto');
     expect(() => fresh.healthService()).toThrow('service grpc.health.v1.Health not found in grpc/health/v1/health.proto');
   });
+
+  it('is the same error when a package on the way is missing too', async () => {
+    vi.resetModules();
+    vi.doMock('@grpc/grpc-js', async (importOriginal) => ({ ...(await importOriginal<typeof import('@grpc/grpc-js')>()), loadPackageDefinition: () => ({}) }));
+    const fresh = await import('../../../../src/protocol/engine/engine-services.js');
+    expect(() => fresh.vllmEngineService()).toThrow('service vllm.grpc.engine.VllmEngine not found in vllm/vllm_engine.proto');
+  });
 });
