@@ -50,10 +50,10 @@ describe('parseGenerateRequest prompt', () => {
   });
 
   it.each([
-    ['no prompt at all', { tokenized: undefined }],
+    ['no prompt at all', { tokenized: null }],
     ['empty input_ids', { tokenized: { input_ids: [] } }],
     ['tokenized without input_ids', { tokenized: { original_text: 'hi' } }],
-    ['blank text', { tokenized: undefined, text: ' \t\n ' }],
+    ['blank text', { tokenized: null, text: ' \t\n ' }],
   ])('refuses %s', (_what, over) => {
     expect(refusal(() => parseGenerateRequest(request(over), options)).message).toBe('prompt is empty: set tokenized.input_ids or a non-blank text');
   });
