@@ -72,8 +72,8 @@ export async function startSidecar(config: SidecarConfig, deps: SidecarDeps): Pr
 
   const stateListeners = new Set<() => void>();
   const notifyState = (): void => stateListeners.forEach((listener) => listener());
-  const { limit, queueLimit } = gateLimits(config);
-  const gate = new AdmissionGate(limit, queueLimit);
+  const { limit, queueLimit, firstTokenLimit } = gateLimits(config);
+  const gate = new AdmissionGate(limit, queueLimit, firstTokenLimit);
   const settings = admissionSettingsOf(config);
   const pushback = new RetryPushback(settings, gate, () => realClock.now(), mulberry32((Math.random() * 2 ** 32) >>> 0));
 
@@ -120,6 +120,7 @@ export async function startSidecar(config: SidecarConfig, deps: SidecarDeps): Pr
     },
     dispatched: (headers) => reporting.tap(headers),
     slotReleased: (heldMs) => admission.pushback.slotHeld(heldMs),
+    firstToken: (afterMs) => admission.pushback.firstTokenAfter(afterMs),
   };
 
   const context: CallContext = {
@@ -127,6 +128,7 @@ export async function startSidecar(config: SidecarConfig, deps: SidecarDeps): Pr
     upstream,
     metrics,
     retryPushbackMs: () => admission.retryPushbackMs(),
+    queueRefusalMs: (deadlineLeftMs) => admission.queueRefusalMs(deadlineLeftMs),
     get queueTimeoutMs() {
       return admission.queueTimeoutMs;
     },

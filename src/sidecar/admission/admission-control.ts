@@ -21,6 +21,8 @@ export const ADMISSION_FIELDS = {
   engineRequestLimit: 'engine_request_limit',
   requestQueueLimit: 'request_queue_limit',
   queueTimeoutMs: 'request_queue_timeout_ms',
+  firstTokenLimit: 'first_token_limit',
+  maxQueueWaitMs: 'max_queue_wait_ms',
   retryPushbackMode: 'retry_pushback_mode',
   retryPushbackMs: 'retry_pushback_ms',
   retryPushbackMinMs: 'retry_pushback_min_ms',
@@ -36,11 +38,15 @@ export function settingsJson(settings: AdmissionSettings): Record<string, number
   return json;
 }
 
-/** The gate's N and Q for these settings: admission off is an unbounded N and no queue. */
-export function gateLimits(settings: Pick<AdmissionSettings, 'engineRequestLimit' | 'requestQueueLimit'>): { limit: number; queueLimit: number } {
+/** The gate's N, Q and F for these settings: admission off is an unbounded N, no queue and no first-token limit. */
+export function gateLimits(settings: Pick<AdmissionSettings, 'engineRequestLimit' | 'requestQueueLimit' | 'firstTokenLimit'>): {
+  limit: number;
+  queueLimit: number;
+  firstTokenLimit: number;
+} {
   return settings.engineRequestLimit === undefined
-    ? { limit: Infinity, queueLimit: 0 }
-    : { limit: settings.engineRequestLimit, queueLimit: settings.requestQueueLimit };
+    ? { limit: Infinity, queueLimit: 0, firstTokenLimit: Infinity }
+    : { limit: settings.engineRequestLimit, queueLimit: settings.requestQueueLimit, firstTokenLimit: settings.firstTokenLimit ?? Infinity };
 }
 
 export interface AdmissionControlDeps {
@@ -85,6 +91,20 @@ export class AdmissionControl {
   }
 
   /**
+   * For a call that would have to queue now (no room in the engine): its expected wait in ms when
+   * that is too long to queue for, i.e. beyond --max-queue-wait-ms or the time the call's own
+   * deadline leaves; `undefined` when it may queue (the setting is off, or there is no estimate
+   * yet). The proxy then refuses it at once with this wait as its pushback.
+   */
+  queueRefusalMs(deadlineLeftMs: number | undefined): number | undefined {
+    const max = this.current.maxQueueWaitMs;
+    if (max === 0) return undefined;
+    const wait = this.pushback.expectedWaitMs();
+    if (wait === undefined) return undefined;
+    return wait > max || (deadlineLeftMs !== undefined && wait > deadlineLeftMs) ? Math.max(1, Math.round(wait)) : undefined;
+  }
+
+  /**
    * The retry pushback (ms) to send with one refusal: the configured value in fixed mode, a fresh
    * estimate in adaptive mode. A decision, not a wire answer: the proxy builds (and caches) the
    * RESOURCE_EXHAUSTED headers around it.
@@ -108,11 +128,11 @@ export class AdmissionControl {
     this.current = next;
     this.last = { source, at: Date.now() };
     this.pushback.configure(next);
-    const { limit, queueLimit } = gateLimits(next);
+    const { limit, queueLimit, firstTokenLimit } = gateLimits(next);
     const { gate } = this.deps;
     const inEngine = gate.inEngine;
     const queued = gate.queued;
-    gate.setLimits(limit, queueLimit);
+    gate.setLimits(limit, queueLimit, firstTokenLimit);
     this.deps.metrics.admissionChanged(source);
     const fields: Record<string, unknown> = { source };
     for (const key of changed) fields[ADMISSION_FIELDS[key]] = `${String(before[key] ?? null)} -> ${String(next[key] ?? null)}`;

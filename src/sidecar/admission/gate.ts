@@ -1,16 +1,23 @@
 /**
- * AdmissionGate: N engine slots and a FIFO overflow queue of Q waiters. Knows nothing of
- * HTTP/2; the proxy asks it for a slot, and releases the permit when the call has fully ended.
- * N and Q can change while calls run (setLimits: the admin API, SIGHUP).
+ * AdmissionGate: N engine slots, at most F of them held by calls that have not yet had their
+ * first token (the first-token limit, Infinity = off), and a FIFO overflow queue of Q waiters.
+ * Knows nothing of HTTP/2; the proxy asks it for a slot, tells the permit when the engine's first
+ * message passed (firstToken), and releases it when the call has fully ended. N, Q and F can
+ * change while calls run (setLimits: the admin API, SIGHUP).
+ *
+ * Why F: a call waiting for its first token in the engine is the one whose TTFT grows when more
+ * are admitted (prefills share the engine's step budget, and its own waiting queue is FIFO
+ * behind them); holding the excess here instead keeps them where they can be refused at once.
  *
  * Invariants, true after every public method returns:
- *   0 <= inEngine,  0 <= queued,  queued > 0  =>  inEngine >= limit;
- *   inEngine only grows from below limit (a call is admitted only while inEngine < limit), and
- *   queued only grows from below queueLimit.
- * Without a lowering of N or Q that is the steady-state form: inEngine <= limit, queued <= queueLimit,
- * queued > 0 => inEngine === limit. After a lowering the counts may sit above the new limits (calls
- * already in the engine are never cancelled, waiters already queued are never dropped); they only
- * fall from there, and once a count is below its limit it never exceeds it again.
+ *   0 <= awaitingFirst <= inEngine,  0 <= queued,
+ *   queued > 0  =>  inEngine >= limit  or  awaitingFirst >= firstTokenLimit;
+ *   inEngine and awaitingFirst only grow from below their limits (a call is admitted only while
+ *   inEngine < limit and awaitingFirst < firstTokenLimit), and queued only from below queueLimit.
+ * Without a lowering that is the steady-state form: inEngine <= limit, awaitingFirst <=
+ * firstTokenLimit, queued <= queueLimit. After a lowering the counts may sit above the new limits
+ * (calls already in the engine are never cancelled, waiters already queued are never dropped);
+ * they only fall from there, and once a count is below its limit it never exceeds it again.
  * The third one is what makes FIFO hold: a freed slot goes straight to the head waiter, so a
  * newcomer finds either a free slot with an empty queue, or no free slot.
  *
@@ -20,6 +27,8 @@
 
 /** Held from dispatch until the call ends. `release()` is idempotent: every exit path may call it. */
 export interface Permit {
+  /** The engine's first token for this call passed: its place under the first-token limit is free. Idempotent; implied by release(). */
+  firstToken(): void;
   release(): void;
   readonly released: boolean;
 }
@@ -61,41 +70,58 @@ class Waiter implements QueueTicket {
 
 class SlotPermit implements Permit {
   released = false;
+  private awaitingFirst = true;
 
-  constructor(private readonly freeSlot: () => void) {}
+  constructor(private readonly gate: SlotOwner) {}
+
+  firstToken(): void {
+    if (!this.awaitingFirst || this.released) return;
+    this.awaitingFirst = false;
+    this.gate.freeFirstToken();
+  }
 
   release(): void {
     if (this.released) return;
     this.released = true;
-    this.freeSlot();
+    this.gate.freeSlot(this.awaitingFirst);
+    this.awaitingFirst = false;
   }
 }
 
-export class AdmissionGate {
+/** What a permit gives back to its gate. */
+interface SlotOwner {
+  freeFirstToken(): void;
+  freeSlot(wasAwaitingFirst: boolean): void;
+}
+
+export class AdmissionGate implements SlotOwner {
   private engineCount = 0;
+  private awaitingFirstCount = 0;
   private queueCount = 0;
   // Doubly linked so a cancelled or expired waiter leaves the queue in O(1).
   private head: Waiter | undefined;
   private tail: Waiter | undefined;
   private handingOff = false;
   private readonly unlinkWaiter = (waiter: Waiter): void => this.unlink(waiter);
-  private readonly freeOneSlot = (): void => this.freeSlot();
 
   private limitValue: number;
   private queueLimitValue: number;
+  private firstTokenLimitValue: number;
 
-  /**
-   * @param limit max calls in the engine; `Infinity` admits everything (admission off).
-   * @param queueLimit max calls waiting; 0 means reject as soon as the engine is full.
-   */
   // Subscribers to every change of inEngine or queued (load reporting, the drain). An array, read
   // on the hot path; subscribing and unsubscribing are rare.
   private listeners: readonly (() => void)[] = [];
 
-  constructor(limit: number, queueLimit: number) {
-    checkLimits(limit, queueLimit);
+  /**
+   * @param limit max calls in the engine; `Infinity` admits everything (admission off).
+   * @param queueLimit max calls waiting; 0 means reject as soon as the engine is full.
+   * @param firstTokenLimit max calls in the engine still waiting for their first token; `Infinity`: no such limit.
+   */
+  constructor(limit: number, queueLimit: number, firstTokenLimit = Infinity) {
+    checkLimits(limit, queueLimit, firstTokenLimit);
     this.limitValue = limit;
     this.queueLimitValue = queueLimit;
+    this.firstTokenLimitValue = firstTokenLimit;
   }
 
   /** Max calls in the engine (N); `Infinity` when admission is off. */
@@ -108,6 +134,21 @@ export class AdmissionGate {
     return this.queueLimitValue;
   }
 
+  /** Max calls in the engine before their first token (F); `Infinity` when off. */
+  get firstTokenLimit(): number {
+    return this.firstTokenLimitValue;
+  }
+
+  /** Calls in the engine that have not had their first token yet. */
+  get awaitingFirstToken(): number {
+    return this.awaitingFirstCount;
+  }
+
+  /** Whether a call arriving now would be admitted at once (it would otherwise queue or be refused). */
+  get hasRoom(): boolean {
+    return this.queueCount === 0 && this.roomInEngine();
+  }
+
   /**
    * Changes N and Q now, for the calls already here too:
    * - a higher N (or `Infinity`, admission off) admits queued calls at once, oldest first, until
@@ -115,12 +156,14 @@ export class AdmissionGate {
    * - a lower N cancels nothing: calls in the engine finish, and nobody is admitted until fewer
    *   than the new N are in it;
    * - a lower Q drops no waiter: queued calls keep their place, and newcomers are refused until
-   *   the queue is below the new Q.
+   *   the queue is below the new Q;
+   * - F as N: a higher one admits at once, a lower one cancels nothing.
    */
-  setLimits(limit: number, queueLimit: number): void {
-    checkLimits(limit, queueLimit);
+  setLimits(limit: number, queueLimit: number, firstTokenLimit = Infinity): void {
+    checkLimits(limit, queueLimit, firstTokenLimit);
     this.limitValue = limit;
     this.queueLimitValue = queueLimit;
+    this.firstTokenLimitValue = firstTokenLimit;
     if (this.handingOff) return; // the hand-off loop further up the stack reads the new limit
     this.handOff();
     this.changed();
@@ -157,10 +200,11 @@ export class AdmissionGate {
    * `onAdmit` is only called for a queued call, later, when it reaches a slot.
    */
   acquire(onAdmit: OnAdmit): Admission {
-    if (this.engineCount < this.limitValue && this.queueCount === 0) {
+    if (this.hasRoom) {
       this.engineCount++;
+      this.awaitingFirstCount++;
       this.changed();
-      return { kind: 'admitted', permit: new SlotPermit(this.freeOneSlot) };
+      return { kind: 'admitted', permit: new SlotPermit(this) };
     }
     if (this.queueCount < this.queueLimitValue) {
       const waiter = new Waiter(this.unlinkWaiter, onAdmit);
@@ -186,24 +230,41 @@ export class AdmissionGate {
     this.changed();
   }
 
-  private freeSlot(): void {
+  /** For SlotPermit only. */
+  freeFirstToken(): void {
+    this.awaitingFirstCount--;
+    this.freed();
+  }
+
+  /** For SlotPermit only. */
+  freeSlot(wasAwaitingFirst: boolean): void {
     this.engineCount--;
-    if (this.handingOff) return; // the loop below, further up the stack, hands this slot on
+    if (wasAwaitingFirst) this.awaitingFirstCount--;
+    this.freed();
+  }
+
+  private freed(): void {
+    if (this.handingOff) return; // the loop below, further up the stack, hands this room on
     this.handOff();
     this.changed();
   }
 
-  /** Free slots go to the head of the queue, oldest first, until none is free or nobody waits. */
+  private roomInEngine(): boolean {
+    return this.engineCount < this.limitValue && this.awaitingFirstCount < this.firstTokenLimitValue;
+  }
+
+  /** Room in the engine goes to the head of the queue, oldest first, until there is none or nobody waits. */
   private handOff(): void {
     this.handingOff = true;
     try {
       // A loop, not recursion: an onAdmit that releases at once (upstream refused) frees the
       // slot again, and the next waiter gets it here without growing the stack.
-      while (this.head && this.engineCount < this.limitValue) {
+      while (this.head && this.roomInEngine()) {
         const waiter = this.head;
         this.unlinkForAdmission(waiter);
         this.engineCount++;
-        waiter.onAdmit.onAdmitted(new SlotPermit(this.freeOneSlot));
+        this.awaitingFirstCount++;
+        waiter.onAdmit.onAdmitted(new SlotPermit(this));
       }
     } finally {
       this.handingOff = false;
@@ -220,7 +281,8 @@ export class AdmissionGate {
   }
 }
 
-function checkLimits(limit: number, queueLimit: number): void {
+function checkLimits(limit: number, queueLimit: number, firstTokenLimit: number): void {
   if (!(limit >= 1)) throw new RangeError(`AdmissionGate limit must be >= 1, got ${limit}`);
   if (!(queueLimit >= 0)) throw new RangeError(`AdmissionGate queueLimit must be >= 0, got ${queueLimit}`);
+  if (!(firstTokenLimit >= 1)) throw new RangeError(`AdmissionGate firstTokenLimit must be >= 1, got ${firstTokenLimit}`);
 }

@@ -17,6 +17,15 @@
  * D is a time-decayed mean: each duration weighs exp(-age / 10 s), so it follows the engine over
  * seconds whatever the call rate, and costs one exp() per call that leaves the engine. Durations
  * are kept in fixed mode too, so a switch to adaptive has its estimate at once.
+ *
+ * The same estimate decides whether a call may queue at all (--max-queue-wait-ms,
+ * expectedWaitMs): the wait for room behind N as above, or, when the first-token limit F is what
+ * binds, behind the calls awaiting their first token, which leave that state at about
+ * awaiting / T per ms (T the recent mean time from slot to first token):
+ *
+ *       wait = max((busy - N + queued + 1) x D / busy,  (awaiting - F + queued + 1) x T / awaiting)
+ *
+ * each term counted only when its limit binds.
  */
 import type { Random } from '../../platform/prng.js';
 import type { AdmissionSettings } from '../config/sidecar-config.js';
@@ -34,12 +43,32 @@ export interface PushbackGateView {
   readonly queued: number;
   /** N; `Infinity` with admission off. */
   readonly limit: number;
+  readonly awaitingFirstToken: number;
+  /** F; `Infinity` when off. */
+  readonly firstTokenLimit: number;
 }
 
-export class RetryPushback {
+/** A mean whose samples weigh exp(-age / SLOT_TIME_DECAY_MS). */
+class DecayingMean {
   private weightedSum = 0;
   private weight = 0;
   private lastSampleAt = 0;
+
+  add(value: number, now: number): void {
+    const decay = this.weight === 0 ? 0 : Math.exp(-Math.max(0, now - this.lastSampleAt) / SLOT_TIME_DECAY_MS);
+    this.weightedSum = this.weightedSum * decay + Math.max(0, value);
+    this.weight = this.weight * decay + 1;
+    this.lastSampleAt = now;
+  }
+
+  get value(): number | undefined {
+    return this.weight === 0 ? undefined : this.weightedSum / this.weight;
+  }
+}
+
+export class RetryPushback {
+  private readonly slotTime = new DecayingMean();
+  private readonly firstTokenTime = new DecayingMean();
 
   constructor(
     private settings: PushbackSettings,
@@ -55,16 +84,42 @@ export class RetryPushback {
 
   /** A call held an engine slot for `ms` (from admission to release). */
   slotHeld(ms: number): void {
-    const now = this.now();
-    const decay = this.weight === 0 ? 0 : Math.exp(-Math.max(0, now - this.lastSampleAt) / SLOT_TIME_DECAY_MS);
-    this.weightedSum = this.weightedSum * decay + Math.max(0, ms);
-    this.weight = this.weight * decay + 1;
-    this.lastSampleAt = now;
+    this.slotTime.add(ms, this.now());
+  }
+
+  /** A call's first token came `ms` after it took its slot. */
+  firstTokenAfter(ms: number): void {
+    this.firstTokenTime.add(ms, this.now());
   }
 
   /** Recent mean time a call holds a slot, in ms; `undefined` before the first call ended. */
   get meanSlotMs(): number | undefined {
-    return this.weight === 0 ? undefined : this.weightedSum / this.weight;
+    return this.slotTime.value;
+  }
+
+  /** Recent mean time from slot to first token, in ms; `undefined` before the first one. */
+  get meanFirstTokenMs(): number | undefined {
+    return this.firstTokenTime.value;
+  }
+
+  /**
+   * How long a call that joined the queue now would wait for room, in ms: 0 when there is room,
+   * `undefined` while a limit binds whose time has not been observed yet.
+   */
+  expectedWaitMs(): number | undefined {
+    const { inEngine, queued, limit, awaitingFirstToken, firstTokenLimit } = this.gate;
+    let wait = 0;
+    if (inEngine >= limit) {
+      const mean = this.meanSlotMs;
+      if (mean === undefined) return undefined;
+      wait = ((inEngine - limit + queued + 1) * mean) / inEngine;
+    }
+    if (awaitingFirstToken >= firstTokenLimit) {
+      const mean = this.meanFirstTokenMs;
+      if (mean === undefined) return undefined;
+      wait = Math.max(wait, ((awaitingFirstToken - firstTokenLimit + queued + 1) * mean) / awaitingFirstToken);
+    }
+    return wait;
   }
 
   /** What a rejection would carry now, before jitter (the gauge and GET /admission show it). */

@@ -79,6 +79,18 @@ export const SIDECAR_OPTIONS = {
     default: 0,
     help: "a call queued longer than this gets RESOURCE_EXHAUSTED (Server overloaded: worker at capacity, with the retry pushback), like HAProxy's timeout queue, so a call without a deadline cannot wait for ever; a shorter deadline of the call still wins (DEADLINE_EXCEEDED); 0 = off. A change applies to calls queued after it",
   },
+  firstTokenLimit: {
+    flag: '--first-token-limit <n>',
+    env: 'DYN_SIDECAR_FIRST_TOKEN_LIMIT',
+    defaultText: 'none',
+    help: 'of the calls in the engine, at most this many may still be waiting for their first response message (the first token of a Generate); more wait in the queue although slots are free, so that prefills do not crowd each other and every admitted call keeps its TTFT. Only used with an engine request limit; unset = no such limit',
+  },
+  maxQueueWaitMs: {
+    flag: '--max-queue-wait-ms <ms>',
+    env: 'DYN_SIDECAR_MAX_QUEUE_WAIT_MS',
+    default: 0,
+    help: 'a call joins the queue only if its expected wait (from how fast slots and first tokens have come free lately) fits within this and within its own deadline; otherwise it gets RESOURCE_EXHAUSTED at once with that expected wait as its pushback, so the frontend can go elsewhere now instead of after the wait. Until a call has ended there is no estimate and calls queue as usual; 0 = off (the queue timeout still applies)',
+  },
   drainGraceMs: {
     flag: '--drain-grace-ms <ms>',
     env: 'DYN_SIDECAR_DRAIN_GRACE_MS',

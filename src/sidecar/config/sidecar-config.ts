@@ -37,6 +37,10 @@ export interface SidecarConfig {
   readonly retryPushbackMaxMs: number;
   /** A call queued longer than this is refused (RESOURCE_EXHAUSTED); 0: no limit. */
   readonly queueTimeoutMs: number;
+  /** Most calls in the engine still waiting for their first token; `undefined`: no such limit. */
+  readonly firstTokenLimit: number | undefined;
+  /** A call whose expected queue wait exceeds this is refused at once; 0: off. */
+  readonly maxQueueWaitMs: number;
   readonly drainGraceMs: number;
   /** On SIGTERM: report draining and keep serving this long before refusing new calls. */
   readonly drainDelayMs: number;
@@ -129,18 +133,22 @@ export const MIN_ADMIN_TOKEN_LENGTH = 16;
 /**
  * The settings that change while the sidecar runs (admin API, SIGHUP), each with the range
  * every source is held to: flags, variables, the config file and the admin API's JSON.
- * `engineRequestLimit` may also be unset (admission off).
+ * The NULLABLE_SETTINGS may also be unset (admission off; no first-token limit).
  */
 export const LIVE_SETTINGS = {
   engineRequestLimit: { min: 1, max: Number.MAX_SAFE_INTEGER },
   requestQueueLimit: { min: MIN_REQUEST_QUEUE_LIMIT, max: Number.MAX_SAFE_INTEGER },
   queueTimeoutMs: { min: 0, max: 3_600_000 },
+  firstTokenLimit: { min: 1, max: Number.MAX_SAFE_INTEGER },
+  maxQueueWaitMs: { min: 0, max: 3_600_000 },
   retryPushbackMode: RETRY_PUSHBACK_MODES,
   retryPushbackMs: { min: 0, max: 3_600_000 },
   retryPushbackMinMs: { min: 0, max: 3_600_000 },
   retryPushbackMaxMs: { min: 0, max: 3_600_000 },
 } as const satisfies Partial<Record<SidecarOptionKey, { min: number; max: number } | readonly string[]>>;
 export type LiveSettingKey = keyof typeof LIVE_SETTINGS;
+/** Live settings that may be unset: `null` in the admin API's JSON. */
+export const NULLABLE_SETTINGS: ReadonlySet<LiveSettingKey> = new Set(['engineRequestLimit', 'firstTokenLimit']);
 /** The admission settings in force; the admin API and SIGHUP replace them as a whole. */
 export type AdmissionSettings = Pick<SidecarConfig, LiveSettingKey>;
 
@@ -204,6 +212,8 @@ export function parseSidecarConfig(flags: RawFlags, env: Env, readFile: (path: s
     retryPushbackMinMs: read.integer('retryPushbackMinMs', LIVE_SETTINGS.retryPushbackMinMs.min, LIVE_SETTINGS.retryPushbackMinMs.max),
     retryPushbackMaxMs: read.integer('retryPushbackMaxMs', LIVE_SETTINGS.retryPushbackMaxMs.min, LIVE_SETTINGS.retryPushbackMaxMs.max),
     queueTimeoutMs: read.integer('queueTimeoutMs', LIVE_SETTINGS.queueTimeoutMs.min, LIVE_SETTINGS.queueTimeoutMs.max),
+    firstTokenLimit: read.integer('firstTokenLimit', LIVE_SETTINGS.firstTokenLimit.min, LIVE_SETTINGS.firstTokenLimit.max),
+    maxQueueWaitMs: read.integer('maxQueueWaitMs', LIVE_SETTINGS.maxQueueWaitMs.min, LIVE_SETTINGS.maxQueueWaitMs.max),
     drainGraceMs: read.integer('drainGraceMs', 0, 3_600_000),
     drainDelayMs: read.integer('drainDelayMs', 0, 3_600_000),
     adminToken: parseAdminToken(read),

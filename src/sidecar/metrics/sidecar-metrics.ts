@@ -12,8 +12,9 @@ import type { AdmissionGate } from '../admission/gate.js';
 import { statusName } from '../../protocol/grpc/status.js';
 
 export type UpstreamErrorKind = 'connect' | 'reset' | 'session_lost';
-/** Why a call got RESOURCE_EXHAUSTED: engine and queue full on arrival, or queued past the queue timeout. */
-export type RejectionReason = 'queue_full' | 'queue_timeout';
+/** Why a call got RESOURCE_EXHAUSTED: engine and queue full on arrival, its expected queue wait too long (--max-queue-wait-ms), or queued past the queue timeout. */
+export type RejectionReason = 'queue_full' | 'expected_wait' | 'queue_timeout';
+const REJECTION_REASONS: readonly RejectionReason[] = ['queue_full', 'expected_wait', 'queue_timeout'];
 
 export interface AdmissionView {
   /** N and Q are read from the gate at scrape time, so live changes show at once. */
@@ -23,7 +24,7 @@ export interface AdmissionView {
 }
 
 export class SidecarMetrics {
-  private readonly rejectionCounts: Record<RejectionReason, number> = { queue_full: 0, queue_timeout: 0 };
+  private readonly rejectionCounts: Record<RejectionReason, number> = { queue_full: 0, expected_wait: 0, queue_timeout: 0 };
   private readonly admissionChanges: Counter<'source'>;
   private readonly queueWait: Histogram;
   private readonly callsByStatus = new Map<number, number>();
@@ -57,22 +58,22 @@ export class SidecarMetrics {
     const rejections = this.rejectionCounts;
     new Counter({
       name: 'dynamo_rejection_request_total',
-      help: 'Calls rejected with RESOURCE_EXHAUSTED (Server overloaded): engine and queue full, or queued past the queue timeout; by reason in dynamo_sidecar_rejections_total.',
+      help: 'Calls rejected with RESOURCE_EXHAUSTED (Server overloaded): engine and queue full, an expected queue wait too long, or queued past the queue timeout; by reason in dynamo_sidecar_rejections_total.',
       registers,
       collect() {
         this.reset();
-        this.inc(rejections.queue_full + rejections.queue_timeout);
+        this.inc(REJECTION_REASONS.reduce((sum, reason) => sum + rejections[reason], 0));
       },
     });
     new Counter({
       name: 'dynamo_sidecar_rejections_total',
-      help: 'Calls rejected with RESOURCE_EXHAUSTED, by reason: queue_full (engine and queue full on arrival), queue_timeout (queued longer than the queue timeout).',
+      help: 'Calls rejected with RESOURCE_EXHAUSTED, by reason: queue_full (engine and queue full on arrival), expected_wait (the expected queue wait exceeded --max-queue-wait-ms or the call deadline), queue_timeout (queued longer than the queue timeout).',
       labelNames: ['reason'],
       registers,
       // Both series from the start (at 0), so rate() sees the first rejection.
       collect() {
         this.reset();
-        for (const reason of ['queue_full', 'queue_timeout'] as const) this.inc({ reason }, rejections[reason]);
+        for (const reason of REJECTION_REASONS) this.inc({ reason }, rejections[reason]);
       },
     });
     new Gauge({
@@ -89,6 +90,22 @@ export class SidecarMetrics {
       registers,
       collect() {
         this.set(gate.limit === Infinity ? 0 : gate.queueLimit);
+      },
+    });
+    new Gauge({
+      name: 'dynamo_sidecar_engine_first_token_pending',
+      help: 'Calls in the engine that have not had their first response message (first token) yet.',
+      registers,
+      collect() {
+        this.set(gate.awaitingFirstToken);
+      },
+    });
+    new Gauge({
+      name: 'dynamo_sidecar_first_token_limit',
+      help: 'The first-token limit (F) in force: most calls in the engine still awaiting their first token; 0 means none.',
+      registers,
+      collect() {
+        this.set(gate.firstTokenLimit === Infinity ? 0 : gate.firstTokenLimit);
       },
     });
     this.admissionChanges = new Counter({

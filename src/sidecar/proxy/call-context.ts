@@ -24,6 +24,8 @@ export interface CallObserver {
   dispatched(headers: IncomingHttpHeaders): TrafficTap | undefined;
   /** A call gave its engine slot back after holding it `heldMs` (the adaptive retry pushback's input). */
   slotReleased?(heldMs: number): void;
+  /** The engine's first message for a call came `afterMs` after it took its slot (the expected-wait estimate's input). */
+  firstToken?(afterMs: number): void;
 }
 
 /** What a call needs of any HTTP/2 stream: listeners, flow control and its closing state. */
@@ -86,11 +88,16 @@ export interface DispatchTurn {
 }
 
 export interface CallContext {
-  readonly gate: Pick<AdmissionGate, 'acquire'>;
+  readonly gate: Pick<AdmissionGate, 'acquire' | 'hasRoom'>;
   readonly upstream: UpstreamConnector;
   readonly metrics: CallMetrics;
   /** The retry pushback (ms) for one refusal, asked once per refusal: fixed, or adaptive (admission decides; the proxy builds the answer). */
   retryPushbackMs(): number;
+  /**
+   * For a call that would queue: its expected wait (ms) when it should be refused at once instead
+   * (--max-queue-wait-ms), else undefined. Unset: every call may queue.
+   */
+  queueRefusalMs?(deadlineLeftMs: number | undefined): number | undefined;
   /** A call queued longer than this is refused with RESOURCE_EXHAUSTED; read when it queues. 0 or unset: none. */
   readonly queueTimeoutMs?: number;
   readonly clock: CallClock;

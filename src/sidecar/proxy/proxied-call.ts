@@ -68,7 +68,12 @@ export class ProxiedCall implements OpenCall, DispatchTurn, StreamFaultSink, Cal
   /** Admission: refuse an expired call, else a slot now, a place in the queue, or RESOURCE_EXHAUSTED. */
   start(): void {
     if (this.deadlineAt !== undefined && this.deadlineAt <= this.arrivedAt) return this.answer(new CallError('deadline_exceeded', DEADLINE_BEFORE_ENGINE));
-    const admission = this.ctx.gate.acquire(this);
+    const { gate } = this.ctx;
+    if (!gate.hasRoom && this.ctx.queueRefusalMs) {
+      const waitMs = this.ctx.queueRefusalMs(this.deadlineAt === undefined ? undefined : this.deadlineAt - this.arrivedAt);
+      if (waitMs !== undefined) return this.reject('expected_wait', waitMs);
+    }
+    const admission = gate.acquire(this);
     if (admission.kind === 'rejected') return this.reject('queue_full');
     this.openCalls?.add(this);
     listenForClientGone(this.downstream);
@@ -193,7 +198,9 @@ export class ProxiedCall implements OpenCall, DispatchTurn, StreamFaultSink, Cal
   onEngineData(chunk: Buffer): void {
     if (!this.actsOn('onEngineData')) return;
     if (!guardedWrite(this.downstream, chunk, this)) this.engine!.stream.pause();
-    this.slot!.tap?.response(chunk);
+    const slot = this.slot!;
+    slot.firstToken(this.ctx.clock.now(), this.ctx.observer); // a no-op after the first chunk
+    slot.tap?.response(chunk);
   }
 
   onEngineTrailers(trailers: IncomingHttpHeaders): void {
@@ -297,11 +304,11 @@ export class ProxiedCall implements OpenCall, DispatchTurn, StreamFaultSink, Cal
     if (!guardedEnd(this.downstream, this)) this.terminate(GrpcStatus.CANCELLED);
   }
 
-  /** Refused like a full worker: RESOURCE_EXHAUSTED with the retry pushback, Trailers-Only. */
-  private reject(reason: RejectionReason): void {
+  /** Refused like a full worker: RESOURCE_EXHAUSTED with the retry pushback (or the given one), Trailers-Only. */
+  private reject(reason: RejectionReason, pushbackMs = this.ctx.retryPushbackMs()): void {
     this.ctx.metrics.rejected(reason);
     this.ctx.observer?.rejected();
-    this.endWith(GrpcStatus.RESOURCE_EXHAUSTED, overloadResponse(this.ctx.retryPushbackMs()));
+    this.endWith(GrpcStatus.RESOURCE_EXHAUSTED, overloadResponse(pushbackMs));
   }
 
   /** The sidecar's own answer before any response header went out (deadline, no engine, shutdown). */

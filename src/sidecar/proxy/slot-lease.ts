@@ -9,6 +9,7 @@ export class SlotLease {
   /** Set on dispatch when the observer wants the call's bytes; ended with the lease. */
   tap: TrafficTap | undefined;
   private permit: Permit | undefined;
+  private firstTokenSeen = false;
 
   constructor(
     permit: Permit,
@@ -16,6 +17,15 @@ export class SlotLease {
     private readonly since: number,
   ) {
     this.permit = permit;
+  }
+
+  /** The engine's first message for the call passed: frees its place under the first-token limit and reports how long it took (the expected-wait estimate's input). Once; nothing after release. */
+  firstToken(now: number, observer: CallObserver | undefined): void {
+    const permit = this.permit;
+    if (!permit || this.firstTokenSeen) return;
+    this.firstTokenSeen = true;
+    permit.firstToken();
+    observer?.firstToken?.(now - this.since);
   }
 
   /** Gives the slot back and reports how long it was held (the adaptive pushback's input); later calls do nothing. */

@@ -11,7 +11,8 @@
  * refused body is applied. The token is never logged, nor echoed.
  *
  * Fields (ADMISSION_FIELDS): engine_request_limit (integer >= 1, or null = admission off),
- * request_queue_limit (integer >= 2), request_queue_timeout_ms (0 = none), retry_pushback_mode
+ * request_queue_limit (integer >= 2), request_queue_timeout_ms (0 = none), first_token_limit
+ * (integer >= 1, or null = none), max_queue_wait_ms (0 = off), retry_pushback_mode
  * (fixed | adaptive), retry_pushback_ms, retry_pushback_min_ms, retry_pushback_max_ms (min <= max).
  * `state` is read-only: calls in the engine and queued, the pushback a refusal would carry now
  * (before jitter), the recent mean time a call holds a slot, and the last change's source and time.
@@ -21,7 +22,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Logger } from '../../platform/log.js';
 import { ADMISSION_FIELDS, settingsJson, type AdmissionControl } from '../admission/admission-control.js';
 import type { AdmissionGate } from '../admission/gate.js';
-import { LIVE_SETTINGS, type AdmissionSettings, type LiveSettingKey } from '../config/sidecar-config.js';
+import { LIVE_SETTINGS, NULLABLE_SETTINGS, type AdmissionSettings, type LiveSettingKey } from '../config/sidecar-config.js';
 
 export const ADMISSION_PATH = '/admission';
 /** A settings body is a few hundred bytes; anything much larger is not one. */
@@ -125,7 +126,7 @@ export function parseChange(body: unknown): { settings: Partial<AdmissionSetting
   for (const [field, value] of entries) {
     const key = FIELD_KEYS.get(field)!;
     const rule = LIVE_SETTINGS[key];
-    if (key === 'engineRequestLimit' && value === null) {
+    if (NULLABLE_SETTINGS.has(key) && value === null) {
       settings[key] = undefined;
     } else if (Array.isArray(rule)) {
       if (typeof value !== 'string' || !rule.includes(value)) return { error: `${field} must be one of ${rule.join(', ')}, got ${JSON.stringify(value)}` };
@@ -134,7 +135,7 @@ export function parseChange(body: unknown): { settings: Partial<AdmissionSetting
       const { min, max } = rule as { min: number; max: number };
       if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < min || value > max) {
         const range = max === Number.MAX_SAFE_INTEGER ? `an integer >= ${min}` : `an integer in ${min}..${max}`;
-        const orNull = key === 'engineRequestLimit' ? ', or null (admission off)' : '';
+        const orNull = key === 'engineRequestLimit' ? ', or null (admission off)' : NULLABLE_SETTINGS.has(key) ? ', or null (none)' : '';
         return { error: `${field} must be ${range}${orNull}, got ${JSON.stringify(value)}` };
       }
       settings[key] = value;

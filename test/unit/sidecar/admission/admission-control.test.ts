@@ -10,8 +10,8 @@ import { admitting } from '../../../support/admitting.js';
 
 function setup(flags: Record<string, string> = { engineRequestLimit: '2' }) {
   const settings = admissionSettingsOf(parseSidecarConfig(flags, {}));
-  const { limit, queueLimit } = gateLimits(settings);
-  const gate = new AdmissionGate(limit, queueLimit);
+  const { limit, queueLimit, firstTokenLimit } = gateLimits(settings);
+  const gate = new AdmissionGate(limit, queueLimit, firstTokenLimit);
   const counted: ChangeSource[] = [];
   const events: string[] = [];
   const logger = recordingLogger();
@@ -33,13 +33,25 @@ describe('AdmissionControl', () => {
       engine_request_limit: 2,
       request_queue_limit: 16,
       request_queue_timeout_ms: 0,
+      first_token_limit: null,
+      max_queue_wait_ms: 0,
       retry_pushback_mode: 'fixed',
       retry_pushback_ms: 250,
       retry_pushback_min_ms: 100,
       retry_pushback_max_ms: 10_000,
     });
     expect([gate.limit, gate.queueLimit]).toEqual([2, 16]);
-    expect(gateLimits({ engineRequestLimit: undefined, requestQueueLimit: 16 })).toEqual({ limit: Infinity, queueLimit: 0 });
+    expect(gateLimits({ engineRequestLimit: undefined, requestQueueLimit: 16, firstTokenLimit: 3 })).toEqual({
+      limit: Infinity,
+      queueLimit: 0,
+      firstTokenLimit: Infinity,
+    });
+    expect(gateLimits({ engineRequestLimit: 8, requestQueueLimit: 4, firstTokenLimit: undefined })).toEqual({
+      limit: 8,
+      queueLimit: 4,
+      firstTokenLimit: Infinity,
+    });
+    expect(gateLimits({ engineRequestLimit: 8, requestQueueLimit: 4, firstTokenLimit: 3 })).toEqual({ limit: 8, queueLimit: 4, firstTokenLimit: 3 });
     expect(settingsJson(setup({}).control.settings).engine_request_limit).toBeNull();
   });
 
@@ -116,5 +128,47 @@ describe('AdmissionControl', () => {
     expect(control.queueTimeoutMs).toBe(0);
     control.change({ queueTimeoutMs: 1500 }, 'sighup');
     expect(control.queueTimeoutMs).toBe(1500);
+  });
+});
+
+describe('AdmissionControl.queueRefusalMs (--max-queue-wait-ms)', () => {
+  /** A control with N = 1 held by one call, and D = 1000 ms observed: a newcomer would wait 1000 ms. */
+  function busy(maxQueueWaitMs: string) {
+    const t = setup({ engineRequestLimit: '1', maxQueueWaitMs });
+    t.gate.acquire(admitting(() => {}));
+    t.control.pushback.slotHeld(1000);
+    return t;
+  }
+
+  it('lets every call queue when off (0), however long the wait', () => {
+    expect(busy('0').control.queueRefusalMs(10)).toBeUndefined();
+  });
+
+  it('refuses with the expected wait when it exceeds the setting', () => {
+    expect(busy('999').control.queueRefusalMs(undefined)).toBe(1000);
+    expect(busy('1000').control.queueRefusalMs(undefined)).toBeUndefined();
+  });
+
+  it("refuses when the wait exceeds what the call's own deadline leaves, though within the setting", () => {
+    const { control } = busy('5000');
+    expect(control.queueRefusalMs(999)).toBe(1000);
+    expect(control.queueRefusalMs(1000)).toBeUndefined();
+  });
+
+  it('lets calls queue while there is no estimate yet, and takes a live change', () => {
+    const t = setup({ engineRequestLimit: '1', maxQueueWaitMs: '10' });
+    t.gate.acquire(admitting(() => {}));
+    expect(t.control.queueRefusalMs(undefined), 'no call has ended yet').toBeUndefined();
+    t.control.pushback.slotHeld(1000);
+    expect(t.control.queueRefusalMs(undefined)).toBe(1000);
+    expect(t.control.change({ maxQueueWaitMs: 0 }, 'api')).toEqual({ changed: ['maxQueueWaitMs'] });
+    expect(t.control.queueRefusalMs(undefined)).toBeUndefined();
+  });
+
+  it('passes the first-token limit to the gate, and a live change of it', () => {
+    const { gate, control } = setup({ engineRequestLimit: '8', firstTokenLimit: '2' });
+    expect(gate.firstTokenLimit).toBe(2);
+    control.change({ firstTokenLimit: undefined }, 'api');
+    expect(gate.firstTokenLimit).toBe(Infinity);
   });
 });

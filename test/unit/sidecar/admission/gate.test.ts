@@ -349,3 +349,112 @@ describe('AdmissionGate.setLimits (live N and Q)', () => {
     expect(lowered).toBeGreaterThan(10);
   });
 });
+
+describe('AdmissionGate first-token limit (F)', () => {
+  it('admits no more than F calls that have not had their first token, queueing the rest although slots are free', () => {
+    const gate = new AdmissionGate(8, 4, 2);
+    const kinds = Array.from({ length: 4 }, () => gate.acquire(admitting(() => {})).kind);
+    expect(kinds).toEqual(['admitted', 'admitted', 'queued', 'queued']);
+    expect([gate.inEngine, gate.awaitingFirstToken, gate.queued, gate.hasRoom]).toEqual([2, 2, 2, false]);
+  });
+
+  it("hands the head waiter a slot when a call's first token passes, and that call keeps its slot", () => {
+    const gate = new AdmissionGate(8, 4, 1);
+    const first = gate.acquire(admitting(() => {}));
+    const admitted: Permit[] = [];
+    gate.acquire(admitting((p) => admitted.push(p)));
+    if (first.kind !== 'admitted') throw new Error('first call should be admitted');
+    first.permit.firstToken();
+    expect(admitted).toHaveLength(1);
+    expect([gate.inEngine, gate.awaitingFirstToken, gate.queued]).toEqual([2, 1, 0]);
+    first.permit.firstToken(); // idempotent
+    expect(gate.awaitingFirstToken).toBe(1);
+  });
+
+  it('frees both places when a call ends before its first token, and only the slot after it', () => {
+    const gate = new AdmissionGate(4, 2, 4);
+    const a = gate.acquire(admitting(() => {}));
+    const b = gate.acquire(admitting(() => {}));
+    if (a.kind !== 'admitted' || b.kind !== 'admitted') throw new Error('both should be admitted');
+    a.permit.release();
+    expect([gate.inEngine, gate.awaitingFirstToken]).toEqual([1, 1]);
+    b.permit.firstToken();
+    b.permit.release();
+    b.permit.firstToken(); // after release: nothing
+    expect([gate.inEngine, gate.awaitingFirstToken]).toEqual([0, 0]);
+  });
+
+  it('queues behind N as before when F is off (Infinity) or not the tighter limit', () => {
+    const gate = new AdmissionGate(2, 2);
+    expect(gate.firstTokenLimit).toBe(Infinity);
+    const kinds = Array.from({ length: 3 }, () => gate.acquire(admitting(() => {})).kind);
+    expect(kinds).toEqual(['admitted', 'admitted', 'queued']);
+  });
+
+  it('raising F admits queued calls at once; a limit below 1 is refused', () => {
+    const gate = new AdmissionGate(8, 4, 1);
+    gate.acquire(admitting(() => {}));
+    let admittedLater = 0;
+    for (let i = 0; i < 3; i++) gate.acquire(admitting(() => admittedLater++));
+    gate.setLimits(8, 4, 3);
+    expect([admittedLater, gate.awaitingFirstToken, gate.queued]).toEqual([2, 3, 1]);
+    expect(() => gate.setLimits(8, 4, 0)).toThrow(/firstTokenLimit must be >= 1/);
+    expect(() => new AdmissionGate(8, 4, Number.NaN)).toThrow(RangeError);
+  });
+
+  it.each([1, 42, 2026])('keeps both caps exact and FIFO under random arrive / first token / release / cancel (seed %i)', (seed) => {
+    const random = mulberry32(seed);
+    const N = 6;
+    const F = 3;
+    const Q = 5;
+    const gate = new AdmissionGate(N, Q, F);
+    const holding: { permit: Permit; awaiting: boolean }[] = [];
+    const waiting: { id: number; ticket: QueueTicket }[] = [];
+    const admissionOrder: number[] = [];
+    const queueOrder: number[] = [];
+    let nextId = 0;
+    let firstTokens = 0;
+    for (let step = 0; step < 20_000; step++) {
+      const r = random();
+      if (r < 0.4) {
+        const id = nextId++;
+        const admission = gate.acquire(
+          admitting((permit) => {
+            admissionOrder.push(id);
+            waiting.splice(
+              waiting.findIndex((w) => w.id === id),
+              1,
+            );
+            holding.push({ permit, awaiting: true });
+          }),
+        );
+        if (admission.kind === 'admitted') holding.push({ permit: admission.permit, awaiting: true });
+        else if (admission.kind === 'queued') {
+          waiting.push({ id, ticket: admission.ticket });
+          queueOrder.push(id);
+        }
+      } else if (r < 0.65 && holding.some((h) => h.awaiting)) {
+        const candidates = holding.filter((h) => h.awaiting);
+        const chosen = candidates[Math.floor(random() * candidates.length)]!;
+        chosen.awaiting = false;
+        chosen.permit.firstToken();
+        firstTokens++;
+      } else if (r < 0.9 && holding.length) {
+        holding.splice(Math.floor(random() * holding.length), 1)[0]!.permit.release();
+      } else if (waiting.length) {
+        const { id, ticket } = waiting.splice(Math.floor(random() * waiting.length), 1)[0]!;
+        expect(ticket.cancel()).toBe(true);
+        queueOrder.splice(queueOrder.indexOf(id), 1);
+      }
+      expect(gate.inEngine).toBe(holding.length);
+      expect(gate.awaitingFirstToken).toBe(holding.filter((h) => h.awaiting).length);
+      expect(gate.queued).toBe(waiting.length);
+      expect(gate.inEngine).toBeLessThanOrEqual(N);
+      expect(gate.awaitingFirstToken).toBeLessThanOrEqual(F);
+      expect(gate.queued).toBeLessThanOrEqual(Q);
+      if (gate.queued > 0) expect(gate.inEngine >= N || gate.awaitingFirstToken >= F, 'a waiter implies no room').toBe(true);
+    }
+    expect(admissionOrder).toEqual(queueOrder.slice(0, admissionOrder.length));
+    expect(firstTokens).toBeGreaterThan(1000);
+  });
+});

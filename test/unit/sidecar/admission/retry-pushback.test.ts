@@ -7,7 +7,7 @@ const ADAPTIVE = { retryPushbackMode: 'adaptive', retryPushbackMs: 250, retryPus
 
 function setup(settings: ConstructorParameters<typeof RetryPushback>[0] = ADAPTIVE, random = mulberry32(1)) {
   const clock = { now: 0 };
-  const gate: { -readonly [K in keyof PushbackGateView]: number } = { inEngine: 8, queued: 0, limit: 8 };
+  const gate: { -readonly [K in keyof PushbackGateView]: number } = { inEngine: 8, queued: 0, limit: 8, awaitingFirstToken: 0, firstTokenLimit: Infinity };
   const pushback = new RetryPushback(settings, gate, () => clock.now, random);
   return { clock, gate, pushback };
 }
@@ -112,5 +112,40 @@ describe('RetryPushback', () => {
     expect(pushback.estimateMs()).toBe(400);
     pushback.configure({ ...ADAPTIVE, retryPushbackMode: 'fixed', retryPushbackMs: 30 });
     expect(pushback.nextMs()).toBe(30);
+  });
+});
+
+describe('RetryPushback.expectedWaitMs (who may queue, --max-queue-wait-ms)', () => {
+  it('is 0 while there is room, whatever was observed', () => {
+    const { gate, pushback } = setup();
+    Object.assign(gate, { inEngine: 3, limit: 8, awaitingFirstToken: 1, firstTokenLimit: 4 });
+    expect(pushback.expectedWaitMs()).toBe(0);
+  });
+
+  it('is unknown while a binding limit has no observed time yet', () => {
+    const { gate, pushback } = setup();
+    expect(pushback.expectedWaitMs()).toBeUndefined();
+    pushback.slotHeld(1000);
+    Object.assign(gate, { inEngine: 4, limit: 8, awaitingFirstToken: 2, firstTokenLimit: 2 });
+    expect(pushback.expectedWaitMs(), 'F binds, no first token seen').toBeUndefined();
+  });
+
+  it.each([
+    // N binds: (busy - N + queued + 1) x D / busy
+    { gate: { inEngine: 8, limit: 8, queued: 0, awaitingFirstToken: 0, firstTokenLimit: Infinity }, slotMs: 1000, firstMs: 100, want: 125 },
+    { gate: { inEngine: 8, limit: 8, queued: 7, awaitingFirstToken: 0, firstTokenLimit: Infinity }, slotMs: 1000, firstMs: 100, want: 1000 },
+    { gate: { inEngine: 8, limit: 4, queued: 3, awaitingFirstToken: 0, firstTokenLimit: Infinity }, slotMs: 1000, firstMs: 100, want: 1000 },
+    // F binds: (awaiting - F + queued + 1) x T / awaiting
+    { gate: { inEngine: 3, limit: 8, queued: 1, awaitingFirstToken: 2, firstTokenLimit: 2 }, slotMs: 1000, firstMs: 100, want: 100 },
+    // both bind: the longer wait
+    { gate: { inEngine: 8, limit: 8, queued: 3, awaitingFirstToken: 2, firstTokenLimit: 2 }, slotMs: 1000, firstMs: 100, want: 500 },
+    { gate: { inEngine: 8, limit: 8, queued: 3, awaitingFirstToken: 2, firstTokenLimit: 2 }, slotMs: 100, firstMs: 1000, want: 2000 },
+  ])('$gate with D = $slotMs ms, T = $firstMs ms: $want ms', ({ gate: view, slotMs, firstMs, want }) => {
+    const { gate, pushback } = setup();
+    pushback.slotHeld(slotMs);
+    pushback.firstTokenAfter(firstMs);
+    Object.assign(gate, view);
+    expect(pushback.meanFirstTokenMs).toBe(firstMs);
+    expect(pushback.expectedWaitMs()).toBeCloseTo(want, 9);
   });
 });

@@ -177,9 +177,19 @@ describe('parseSidecarConfig: live admission settings, drain delay, admin token'
       retryPushbackMinMs: 100,
       retryPushbackMaxMs: 10_000,
       queueTimeoutMs: 0,
+      firstTokenLimit: undefined,
+      maxQueueWaitMs: 0,
       drainDelayMs: 0,
       adminToken: undefined,
       configFile: undefined,
+    });
+  });
+
+  it('reads the first-token limit and the longest expected queue wait from their flags or variables', () => {
+    expect(parseSidecarConfig({ firstTokenLimit: '4', maxQueueWaitMs: '250' }, {})).toMatchObject({ firstTokenLimit: 4, maxQueueWaitMs: 250 });
+    expect(parseSidecarConfig({}, { DYN_SIDECAR_FIRST_TOKEN_LIMIT: '2', DYN_SIDECAR_MAX_QUEUE_WAIT_MS: '100' })).toMatchObject({
+      firstTokenLimit: 2,
+      maxQueueWaitMs: 100,
     });
   });
 
@@ -214,6 +224,8 @@ describe('parseSidecarConfig: live admission settings, drain delay, admin token'
     [{ retryPushbackMode: 'smart' }, '--retry-pushback-mode must be one of fixed, adaptive, got "smart"'],
     [{ queueTimeoutMs: '-1' }, '--queue-timeout-ms must be an integer in 0..3600000, got "-1"'],
     [{ drainDelayMs: '1.5' }, '--drain-delay-ms must be an integer in 0..3600000, got "1.5"'],
+    [{ firstTokenLimit: '0' }, '--first-token-limit must be an integer >= 1, got "0"'],
+    [{ maxQueueWaitMs: 'soon' }, '--max-queue-wait-ms must be an integer in 0..3600000, got "soon"'],
   ])('refuses %j', (flags, message) => {
     expect(problems(flags)).toEqual([message]);
   });

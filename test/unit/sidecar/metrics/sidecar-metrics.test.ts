@@ -4,16 +4,18 @@ import { describe, expect, it } from 'vitest';
 import type { AdmissionGate } from '../../../../src/sidecar/admission/gate.js';
 import { SidecarMetrics } from '../../../../src/sidecar/metrics/sidecar-metrics.js';
 
-/** The four gate readings the metrics mirror, settable by the test. */
+/** The gate readings the metrics mirror, settable by the test. */
 interface GateReadings {
   inEngine: number;
   queued: number;
   limit: number;
   queueLimit: number;
+  awaitingFirstToken: number;
+  firstTokenLimit: number;
 }
 
 function setup(readings: Partial<GateReadings> = {}) {
-  const gate: GateReadings = { inEngine: 0, queued: 0, limit: 4, queueLimit: 8, ...readings };
+  const gate: GateReadings = { inEngine: 0, queued: 0, limit: 4, queueLimit: 8, awaitingFirstToken: 0, firstTokenLimit: Infinity, ...readings };
   const state = { pushbackMs: 250, reachable: true };
   const registry = new Registry();
   const metrics = new SidecarMetrics(registry, { gate: gate as unknown as AdmissionGate, retryPushbackMs: () => state.pushbackMs }, () => state.reachable);
@@ -46,21 +48,32 @@ describe('SidecarMetrics', () => {
     expect(await value('dynamo_sidecar_request_queue_capacity')).toBe(0);
   });
 
-  it("counts rejections by reason, both series from 0, and their sum under Dynamo's name", async () => {
+  it('shows the calls awaiting their first token and F in force, 0 when there is none', async () => {
+    const { gate, value } = setup({ awaitingFirstToken: 2, firstTokenLimit: 3 });
+    expect(await value('dynamo_sidecar_engine_first_token_pending')).toBe(2);
+    expect(await value('dynamo_sidecar_first_token_limit')).toBe(3);
+    gate.firstTokenLimit = Infinity;
+    expect(await value('dynamo_sidecar_first_token_limit')).toBe(0);
+  });
+
+  it("counts rejections by reason, every series from 0, and their sum under Dynamo's name", async () => {
     const { metrics, values, value } = setup();
     expect(await values('dynamo_sidecar_rejections_total')).toEqual([
       { labels: { reason: 'queue_full' }, value: 0 },
+      { labels: { reason: 'expected_wait' }, value: 0 },
       { labels: { reason: 'queue_timeout' }, value: 0 },
     ]);
     expect(await value('dynamo_rejection_request_total')).toBe(0);
     metrics.rejected('queue_full');
     metrics.rejected('queue_full');
+    metrics.rejected('expected_wait');
     metrics.rejected('queue_timeout');
     expect(await values('dynamo_sidecar_rejections_total')).toEqual([
       { labels: { reason: 'queue_full' }, value: 2 },
+      { labels: { reason: 'expected_wait' }, value: 1 },
       { labels: { reason: 'queue_timeout' }, value: 1 },
     ]);
-    expect(await value('dynamo_rejection_request_total')).toBe(3);
+    expect(await value('dynamo_rejection_request_total')).toBe(4);
   });
 
   it('counts calls by the name of their final gRPC status', async () => {

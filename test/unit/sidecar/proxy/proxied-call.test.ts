@@ -70,6 +70,7 @@ function harness(
     limit?: number;
     queueTimeoutMs?: number;
     observer?: CallObserver;
+    queueRefusalMs?: (deadlineLeftMs: number | undefined) => number | undefined;
   } = {},
 ): Harness {
   const clock = fakeClock();
@@ -80,6 +81,7 @@ function harness(
   let releaseCalls = 0;
   let engineOpsAtRelease: string[] | undefined;
   const counted = (permit: Permit): Permit => ({
+    firstToken: () => permit.firstToken(),
     release() {
       releaseCalls++;
       engineOpsAtRelease = [...(connector.opened.at(-1)?.ops ?? [])];
@@ -97,6 +99,9 @@ function harness(
     blocker = held.permit;
   }
   const countingGate = {
+    get hasRoom() {
+      return gate.hasRoom;
+    },
     acquire(onAdmit: OnAdmit): Admission {
       const admission = gate.acquire(admitting((permit) => onAdmit.onAdmitted(counted(permit))));
       return admission.kind === 'admitted' ? { kind: 'admitted', permit: counted(admission.permit) } : admission;
@@ -112,6 +117,7 @@ function harness(
     logger: silentLogger,
     ...(options.queueTimeoutMs === undefined ? {} : { queueTimeoutMs: options.queueTimeoutMs }),
     ...(options.observer === undefined ? {} : { observer: options.observer }),
+    ...(options.queueRefusalMs === undefined ? {} : { queueRefusalMs: options.queueRefusalMs }),
   };
   const down = new FakeDownstream();
   const headers: IncomingHttpHeaders = options.headers ?? { ':method': 'POST', ':path': '/pkg.Svc/Method', 'content-type': 'application/grpc', te: 'trailers' };
@@ -348,6 +354,9 @@ function checkInvariants(h: Harness): void {
   const blockerHeld = h.blocker !== undefined && !h.blocker.released ? 1 : 0;
   expect(h.gate.inEngine - blockerHeld, `slot held in ${phase}`).toBe(holdsSlot ? 1 : 0);
   expect(h.releases(), 'permit released at most once').toBeLessThanOrEqual(1);
+  // The blocker never has a first token; this call awaits one only while it holds a slot.
+  expect(h.gate.awaitingFirstToken - blockerHeld, `awaiting a first token in ${phase}`).toBeLessThanOrEqual(holdsSlot ? 1 : 0);
+  expect(h.gate.awaitingFirstToken - blockerHeld, 'never below zero').toBeGreaterThanOrEqual(0);
   if (h.connector.opened.length > 0 && !holdsSlot) expect(h.releases(), `slot released once in ${phase}`).toBe(1);
   expect(h.metrics.ended.length, 'outcome recorded once, at the end').toBe(phase === 'ended' ? 1 : 0);
   expect(h.openCalls.has(h.call), 'open-call registry').toBe(phase !== 'ended');
@@ -670,6 +679,49 @@ describe('ProxiedCall: the queue timeout', () => {
     EVENTS.engineTrailers(h);
     EVENTS.engineClose(h);
     expect(held).toEqual([40]);
+  });
+});
+
+describe('ProxiedCall: refusal by expected wait (--max-queue-wait-ms)', () => {
+  it('refuses a call that would queue at once, with the expected wait as its pushback, counted as expected_wait, and asks with the deadline left', () => {
+    const asked: (number | undefined)[] = [];
+    const h = harness({ queued: true, queueRefusalMs: (left) => (asked.push(left), 1234) });
+    h.call.start();
+    expect(h.call.phase).toBe('ended');
+    expect(h.down.outcome).toBe(`status ${GrpcStatus.RESOURCE_EXHAUSTED}`);
+    expect(h.down.sentHeaders!['grpc-retry-pushback-ms']).toBe('1234');
+    expect(h.metrics.events).toEqual(['rejected expected_wait']);
+    expect(asked).toEqual([DEADLINE_MS]);
+    expect([h.gate.queued, h.gate.inEngine]).toEqual([0, 1]); // only the blocker
+  });
+
+  it('queues the call when the expected wait fits, and never asks when there is room', () => {
+    let asked = 0;
+    const fits = harness({ queued: true, queueRefusalMs: () => (asked++, undefined) });
+    fits.call.start();
+    expect(fits.call.phase).toBe('queued');
+    const room = harness({ queueRefusalMs: () => (asked++, 1) });
+    room.call.start();
+    expect(room.call.phase).not.toBe('ended');
+    expect(asked).toBe(1);
+  });
+});
+
+describe('ProxiedCall: the first token', () => {
+  it("frees the call's place under the first-token limit at the engine's first message, and reports the time from the slot", () => {
+    const firsts: number[] = [];
+    const observer: CallObserver = { rejected: () => {}, dispatched: () => undefined, firstToken: (ms) => firsts.push(ms) };
+    const h = harness({ observer });
+    h.call.start();
+    EVENTS.dispatchTurn(h);
+    h.clock.timers.advance(25);
+    EVENTS.engineResponse(h);
+    expect(h.gate.awaitingFirstToken, 'headers alone are no token').toBe(1);
+    EVENTS.engineData(h);
+    EVENTS.engineData(h);
+    expect(h.gate.awaitingFirstToken).toBe(0);
+    expect(h.gate.inEngine).toBe(1);
+    expect(firsts).toEqual([25]);
   });
 });
 

@@ -138,6 +138,8 @@ describe('admin API: GET and PUT', () => {
       engine_request_limit: 8,
       request_queue_limit: 16,
       request_queue_timeout_ms: 0,
+      first_token_limit: null,
+      max_queue_wait_ms: 0,
       retry_pushback_mode: 'fixed',
       retry_pushback_ms: 250,
       retry_pushback_min_ms: 100,
@@ -188,6 +190,8 @@ describe('admin API: GET and PUT', () => {
     ['Q = null', '{"request_queue_limit":null}', 'request_queue_limit must be an integer >= 2, got null'],
     ['a negative pushback', '{"retry_pushback_ms":-1}', 'retry_pushback_ms must be an integer in 0..3600000, got -1'],
     ['a queue timeout over an hour', '{"request_queue_timeout_ms":3600001}', 'request_queue_timeout_ms must be an integer in 0..3600000'],
+    ['F = 0', '{"first_token_limit":0}', 'first_token_limit must be an integer >= 1, or null (none), got 0'],
+    ['a negative queue wait', '{"max_queue_wait_ms":-5}', 'max_queue_wait_ms must be an integer in 0..3600000, got -5'],
     ['an unknown mode', '{"retry_pushback_mode":"smart"}', 'retry_pushback_mode must be one of fixed, adaptive, got "smart"'],
     ['min above max', '{"retry_pushback_min_ms":20000}', 'the retry pushback minimum (20000 ms) is above its maximum (10000 ms)'],
   ])('PUT %s: 400 naming the problem', async (_what, body, message) => {
@@ -233,5 +237,7 @@ describe('parseChange', () => {
     expect(parseChange({ engine_request_limit: null, request_queue_limit: 2, retry_pushback_mode: 'adaptive', retry_pushback_max_ms: 0 })).toEqual({
       settings: { engineRequestLimit: undefined, requestQueueLimit: 2, retryPushbackMode: 'adaptive', retryPushbackMaxMs: 0 },
     });
+    expect(parseChange({ first_token_limit: null, max_queue_wait_ms: 200 })).toEqual({ settings: { firstTokenLimit: undefined, maxQueueWaitMs: 200 } });
+    expect(parseChange({ first_token_limit: 3 })).toEqual({ settings: { firstTokenLimit: 3 } });
   });
 });
