@@ -24,15 +24,23 @@ export function startAttempt(client: grpc.Client, request: GenerateRequestMessag
   const generate = (client as unknown as { Generate: GenerateMethod }).Generate;
   const options: grpc.CallOptions = deadlineMs === undefined ? {} : { deadline: Date.now() + deadlineMs };
   const startedAt = performance.now();
+  let firstTokenAt: number | undefined;
   let lastTokenAt: number | undefined;
+  let tokens = 0;
   let sawComplete = false;
   const call = generate.call(client, request, options);
   const onTokens = (count: number): void => {
     if (count === 0) return;
     const now = performance.now();
-    if (lastTokenAt === undefined) recorder.ttftSample(now - startedAt);
-    // Spread a multi-token message's gap over its tokens: one sample per token.
-    else for (let i = 0; i < count; i++) recorder.itlSample((now - lastTokenAt) / count);
+    if (lastTokenAt === undefined) {
+      recorder.ttftSample(now - startedAt);
+      firstTokenAt = now;
+      tokens = count - 1; // gaps after the first token
+    } else {
+      // Spread a multi-token message's gap over its tokens: one sample per token.
+      for (let i = 0; i < count; i++) recorder.itlSample((now - lastTokenAt) / count);
+      tokens += count;
+    }
     lastTokenAt = now;
     recorder.tokensReceived(count);
   };
@@ -53,7 +61,11 @@ export function startAttempt(client: grpc.Client, request: GenerateRequestMessag
       if (status.code !== grpc.status.OK) {
         resolve({ outcome: { kind: 'failed', code: asGrpcStatus(status.code) }, pushback: readPushback(status.metadata) });
       } else if (sawComplete) {
-        resolve({ outcome: { kind: 'completed' }, pushback: undefined });
+        const timing =
+          firstTokenAt === undefined
+            ? undefined
+            : { ttftMs: firstTokenAt - startedAt, meanItlMs: tokens > 0 ? (lastTokenAt! - firstTokenAt) / tokens : undefined };
+        resolve({ outcome: { kind: 'completed', timing }, pushback: undefined });
       } else {
         resolve({ outcome: { kind: 'bad-response', label: 'NO_COMPLETE' }, pushback: undefined });
       }

@@ -57,7 +57,7 @@ export interface LoadCommandSettings {
   readonly quiet: boolean;
 }
 
-const NUMBER_KEYS = ['concurrency', 'rate', 'durationS', 'count', 'seed', 'deadlineMs', 'retry', 'retryMaxMs', 'graceS'] as const;
+const NUMBER_KEYS = ['concurrency', 'rate', 'durationS', 'count', 'seed', 'deadlineMs', 'retry', 'retryMaxMs', 'graceS', 'sloTtftMs', 'sloItlMs'] as const;
 const STRING_KEYS = ['arrival', 'target', 'openai', 'model', 'api'] as const;
 
 /**

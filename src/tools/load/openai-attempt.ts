@@ -9,7 +9,7 @@ import type { RunningAttempt, AttemptResult } from './attempt.js';
 import type { OpenAiApi } from './options.js';
 import { parseRetryAfter } from './retry.js';
 import { SseParser } from './sse.js';
-import type { LoadRecorder } from './stats.js';
+import type { LoadRecorder, TokenTiming } from './stats.js';
 
 export interface HttpAttemptSpec {
   readonly url: string;
@@ -24,7 +24,7 @@ export interface HttpAttemptSpec {
 }
 
 const error = (label: string): AttemptResult => ({ outcome: { kind: 'error', label }, pushback: undefined });
-const COMPLETED: AttemptResult = { outcome: { kind: 'completed' }, pushback: undefined };
+const completed = (timing: TokenTiming | undefined): AttemptResult => ({ outcome: { kind: 'completed', timing }, pushback: undefined });
 
 /** NETWORK_<code> from fetch's TypeError('fetch failed', { cause }): ECONNREFUSED, UND_ERR_SOCKET, ... */
 function networkLabel(err: unknown): string {
@@ -50,6 +50,9 @@ function contentOf(message: Json, api: OpenAiApi, whole: boolean): string | unde
 /** Token timing of one streamed answer, with the gRPC mode's convention: one ITL sample per token. */
 class TokenClock {
   private lastTokenAt: number | undefined;
+  private firstTokenAt: number | undefined;
+  /** Tokens after the first: the gaps the mean inter-token latency divides by. */
+  private gaps = 0;
   /** Tokens recorded so far (estimated per chunk); the final usage corrects the total. */
   counted = 0;
 
@@ -60,12 +63,24 @@ class TokenClock {
 
   tokens(count: number): void {
     const now = performance.now();
-    if (this.lastTokenAt === undefined) this.recorder.ttftSample(now - this.startedAt);
-    // Spread a multi-token chunk's gap over its tokens.
-    else for (let i = 0; i < count; i++) this.recorder.itlSample((now - this.lastTokenAt) / count);
+    if (this.lastTokenAt === undefined) {
+      this.recorder.ttftSample(now - this.startedAt);
+      this.firstTokenAt = now;
+      this.gaps = count - 1;
+    } else {
+      // Spread a multi-token chunk's gap over its tokens.
+      for (let i = 0; i < count; i++) this.recorder.itlSample((now - this.lastTokenAt) / count);
+      this.gaps += count;
+    }
     this.lastTokenAt = now;
     this.counted += count;
     this.recorder.tokensReceived(count);
+  }
+
+  /** What the SLO judges; undefined before any token. */
+  get timing(): TokenTiming | undefined {
+    if (this.firstTokenAt === undefined) return undefined;
+    return { ttftMs: this.firstTokenAt - this.startedAt, meanItlMs: this.gaps > 0 ? (this.lastTokenAt! - this.firstTokenAt) / this.gaps : undefined };
   }
 }
 
@@ -77,7 +92,7 @@ async function readStream(response: Response, spec: HttpAttemptSpec, clock: Toke
   const onData = (data: string, event: string): AttemptResult | undefined => {
     if (data === '[DONE]') {
       if (usage !== undefined) recorder.tokensReceived(usage - clock.counted);
-      return COMPLETED;
+      return completed(clock.timing);
     }
     let chunk: Json;
     try {
@@ -126,9 +141,10 @@ async function readJson(response: Response, spec: HttpAttemptSpec, startedAt: nu
   if (content === undefined) return error('BAD_RESPONSE');
   // Only TTFT is measured without streaming: the time to the whole answer.
   const tokens = completionTokens(body) ?? (content.length > 0 ? 1 : 0);
-  if (tokens > 0) recorder.ttftSample(performance.now() - startedAt);
+  const ttftMs = performance.now() - startedAt;
+  if (tokens > 0) recorder.ttftSample(ttftMs);
   recorder.tokensReceived(tokens);
-  return COMPLETED;
+  return completed(tokens > 0 ? { ttftMs, meanItlMs: undefined } : undefined);
 }
 
 export function startHttpAttempt(spec: HttpAttemptSpec, recorder: LoadRecorder): RunningAttempt {

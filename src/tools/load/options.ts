@@ -53,6 +53,10 @@ export interface LoadOptions {
   readonly stream: boolean;
   /** After the stop condition, in-flight calls get this long to finish, then are cancelled. */
   readonly graceS: number;
+  /** The latency SLO a completed request must meet to count as goodput: TTFT ... */
+  readonly sloTtftMs: number | undefined;
+  /** ... and mean inter-token latency. Either set turns the goodput count on; an unset one is unbounded. */
+  readonly sloItlMs: number | undefined;
   readonly progressIntervalMs: number;
 }
 
@@ -148,6 +152,18 @@ export const LOAD_OPTIONS = {
     default: 30,
     help: 'after stopping, time given to in-flight calls before they are cancelled',
   },
+  sloTtftMs: {
+    flag: '--slo-ttft-ms <ms>',
+    env: 'DYN_LOAD_CLIENT_SLO_TTFT_MS',
+    defaultText: 'none',
+    help: 'latency SLO: a completed request counts as goodput only if its first token came within this (and its mean inter-token gap within --slo-itl-ms); the summary adds good requests and goodput per second',
+  },
+  sloItlMs: {
+    flag: '--slo-itl-ms <ms>',
+    env: 'DYN_LOAD_CLIENT_SLO_ITL_MS',
+    defaultText: 'none',
+    help: "latency SLO: the most a good request's mean inter-token gap may be; see --slo-ttft-ms",
+  },
   stream: {
     flag: '--no-stream',
     env: 'DYN_LOAD_CLIENT_STREAM',
@@ -180,6 +196,8 @@ export const DEFAULT_LOAD_OPTIONS: Omit<LoadOptions, 'target' | 'openai'> = Obje
   retryMaxMs: LOAD_OPTIONS.retryMaxMs.default,
   stream: LOAD_OPTIONS.stream.default,
   graceS: LOAD_OPTIONS.graceS.default,
+  sloTtftMs: undefined,
+  sloItlMs: undefined,
   progressIntervalMs: 1000,
 });
 
@@ -282,6 +300,7 @@ export function resolveFrom(input: Partial<LoadOptions>, sources: LoadOptionSour
   else if (!isPositive(o.retryMaxMs) || o.retryMaxMs < o.retryBaseMs)
     bad(source('retryMaxMs'), `must be a number >= ${o.retryBaseMs} (the first backoff)`, o.retryMaxMs);
   if (typeof o.graceS !== 'number' || !(o.graceS >= 0)) bad(source('graceS'), 'must be a number >= 0', o.graceS);
+  for (const key of ['sloTtftMs', 'sloItlMs'] as const) if (o[key] !== undefined && !isPositive(o[key])) bad(source(key), 'must be a number > 0', o[key]);
   if (!isPositive(o.progressIntervalMs)) bad('progressIntervalMs', 'must be > 0', o.progressIntervalMs);
   if (problems.problems.length > 0) return undefined;
   const both = o.durationS === undefined && o.count === undefined;

@@ -42,9 +42,18 @@ export function formatSummary(s: LoadSummary, rejectedAs = 'RESOURCE_EXHAUSTED')
     `${''.padEnd(22)}${'p50'.padStart(10)}${'p90'.padStart(10)}${'p99'.padStart(10)}`,
     percentileRow('TTFT (ms)', s.ttft_ms),
     percentileRow('inter-token (ms)', s.itl_ms),
+    ...(s.rejected > 0 ? [percentileRow('time to reject (ms)', s.time_to_reject_ms)] : []),
     row('output tokens', s.output_tokens),
     row('tokens/s', s.tokens_per_s.toFixed(1)),
     row('requests/s', s.requests_per_s.toFixed(2)),
+    ...(s.slo === undefined
+      ? []
+      : [
+          row(
+            'goodput',
+            `${s.slo.good} within the SLO (TTFT <= ${s.slo.ttft_ms ?? '-'} ms, mean ITL <= ${s.slo.itl_ms ?? '-'} ms), ${s.slo.goodput_per_s.toFixed(2)}/s`,
+          ),
+        ]),
   ];
   return lines.join('\n') + '\n';
 }

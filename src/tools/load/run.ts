@@ -49,7 +49,8 @@ export interface LoadHooks {
 export async function runLoad(input: Partial<LoadOptions>, hooks: LoadHooks = {}): Promise<LoadSummary> {
   const options = resolveLoadOptions(input);
   const random = mulberry32(options.seed);
-  const recorder = new LoadRecorder({ httpStatuses: options.openai !== undefined });
+  const slo = options.sloTtftMs === undefined && options.sloItlMs === undefined ? undefined : { ttftMs: options.sloTtftMs, itlMs: options.sloItlMs };
+  const recorder = new LoadRecorder({ httpStatuses: options.openai !== undefined, slo });
   const transport = options.openai !== undefined ? await openAiTransport(options, random, recorder, hooks.signal) : grpcTransport(options, random, recorder);
   const inFlight = new Set<RunningAttempt>();
   const hardStop = new AbortController();
@@ -93,11 +94,12 @@ export async function runLoad(input: Partial<LoadOptions>, hooks: LoadHooks = {}
     const start = transport.prepare(index);
     for (let attempt = 0; ; attempt++) {
       recorder.attemptStarted(attempt > 0);
+      const sentAt = performance.now();
       const running = start();
       inFlight.add(running);
       const result = await running.done;
       inFlight.delete(running);
-      recorder.attemptEnded(result.outcome);
+      recorder.attemptEnded(result.outcome, performance.now() - sentAt);
       if (!isRejection(result.outcome) || attempt >= options.retry || hardStop.signal.aborted) return;
       const delay = retryDelayMs(attempt, result.pushback, options.retryBaseMs, options.retryMaxMs, random);
       if (delay === undefined) return;

@@ -33,14 +33,31 @@ export interface LoadSummary {
   retries: number;
   ttft_ms: Percentiles;
   itl_ms: Percentiles;
+  /** Time from sending an attempt to its refusal (RESOURCE_EXHAUSTED or an overload status). */
+  time_to_reject_ms: Percentiles;
+  /** With an SLO (--slo-ttft-ms, --slo-itl-ms; null = unbounded): completed requests that met it. */
+  slo?: { ttft_ms: number | null; itl_ms: number | null; good: number; goodput_per_s: number };
   output_tokens: number;
   tokens_per_s: number;
   requests_per_s: number;
   duration_s: number;
 }
 
+/** One completed attempt's token timing: what the SLO judges. */
+export interface TokenTiming {
+  readonly ttftMs: number;
+  /** Mean gap between its tokens after the first; undefined with fewer than two. */
+  readonly meanItlMs: number | undefined;
+}
+
+/** The latency a completed request must meet to count as goodput; undefined = unbounded. */
+export interface LatencySlo {
+  readonly ttftMs: number | undefined;
+  readonly itlMs: number | undefined;
+}
+
 export type AttemptOutcome =
-  | { readonly kind: 'completed' }
+  | { readonly kind: 'completed'; readonly timing?: TokenTiming | undefined }
   | { readonly kind: 'failed'; readonly code: GrpcStatus }
   /** The call ended OK but without a `complete` message; `label` names why. */
   | { readonly kind: 'bad-response'; readonly label: 'NO_COMPLETE' }
@@ -48,6 +65,13 @@ export type AttemptOutcome =
   | { readonly kind: 'rejected' }
   /** Any other HTTP failure; `label` is the errors key (HTTP_404, NETWORK_ECONNREFUSED, CANCELLED, ...). */
   | { readonly kind: 'error'; readonly label: string };
+
+/** A request without a first token never meets an SLO; one token has no gap to judge. */
+function meetsSlo(timing: TokenTiming | undefined, slo: LatencySlo): boolean {
+  if (timing === undefined) return false;
+  if (slo.ttftMs !== undefined && timing.ttftMs > slo.ttftMs) return false;
+  return slo.itlMs === undefined || timing.meanItlMs === undefined || timing.meanItlMs <= slo.itlMs;
+}
 
 /** Whether the attempt was refused for overload: the one outcome that --retry retries. */
 export function isRejection(outcome: AttemptOutcome): boolean {
@@ -79,9 +103,14 @@ export class LoadRecorder {
   private readonly statuses: Map<number, number> | undefined;
   private readonly ttft: number[] = [];
   private readonly itl: number[] = [];
+  private readonly rejectMs: number[] = [];
+  /** Completed requests within the SLO. */
+  good = 0;
+  private readonly slo: LatencySlo | undefined;
 
-  constructor(options: { readonly httpStatuses?: boolean } = {}) {
+  constructor(options: { readonly httpStatuses?: boolean; readonly slo?: LatencySlo | undefined } = {}) {
     this.statuses = options.httpStatuses ? new Map() : undefined;
+    this.slo = options.slo;
   }
 
   attemptStarted(isRetry: boolean): void {
@@ -106,11 +135,16 @@ export class LoadRecorder {
     this.itl.push(ms);
   }
 
-  attemptEnded(outcome: AttemptOutcome): void {
+  /** `elapsedMs`: from sending the attempt to its end (the time to a refusal is kept). */
+  attemptEnded(outcome: AttemptOutcome, elapsedMs?: number): void {
     this.inFlight -= 1;
-    if (outcome.kind === 'completed') this.completed += 1;
-    else if (isRejection(outcome)) this.rejected += 1;
-    else if (outcome.kind !== 'rejected') {
+    if (outcome.kind === 'completed') {
+      this.completed += 1;
+      if (this.slo && meetsSlo(outcome.timing, this.slo)) this.good += 1;
+    } else if (isRejection(outcome)) {
+      this.rejected += 1;
+      if (elapsedMs !== undefined) this.rejectMs.push(elapsedMs);
+    } else if (outcome.kind !== 'rejected') {
       const label = outcome.kind === 'failed' ? statusName(outcome.code) : outcome.label;
       this.errors.set(label, (this.errors.get(label) ?? 0) + 1);
     }
@@ -137,6 +171,8 @@ export class LoadRecorder {
       retries: this.retries,
       ttft_ms: percentiles(this.ttft),
       itl_ms: percentiles(this.itl),
+      time_to_reject_ms: percentiles(this.rejectMs),
+      ...(this.slo && { slo: { ttft_ms: this.slo.ttftMs ?? null, itl_ms: this.slo.itlMs ?? null, good: this.good, goodput_per_s: rate(this.good) } }),
       output_tokens: this.outputTokens,
       tokens_per_s: rate(this.outputTokens),
       requests_per_s: rate(this.completed),

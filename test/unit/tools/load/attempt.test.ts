@@ -80,12 +80,14 @@ describe('startAttempt request', () => {
 });
 
 describe('startAttempt outcome', () => {
-  it('is completed when the call ends OK after a complete message', async () => {
+  it('is completed when the call ends OK after a complete message, with its token timing (one token: no gap)', async () => {
     const { attempt, call } = setup();
     call.data(chunk(1));
     call.data(complete(1));
     call.status(grpc.status.OK);
-    await expect(attempt.done).resolves.toEqual({ outcome: { kind: 'completed' }, pushback: undefined });
+    const done = await attempt.done;
+    expect(done).toMatchObject({ outcome: { kind: 'completed', timing: { meanItlMs: undefined } }, pushback: undefined });
+    expect(done.outcome.kind === 'completed' && done.outcome.timing!.ttftMs).toBeGreaterThanOrEqual(0);
   });
 
   it('is NO_COMPLETE when the call ends OK without a complete message', async () => {

@@ -38,6 +38,18 @@ describe('parseIntRange', () => {
   });
 });
 
+describe('loadSettingsFromCli latency SLO', () => {
+  it('reads --slo-ttft-ms and --slo-itl-ms over their variables, each optional', () => {
+    expect(loadOptionsFromCli({ ...GRPC, sloTtftMs: '500' }, { DYN_LOAD_CLIENT_SLO_ITL_MS: '40' })).toMatchObject({ sloTtftMs: 500, sloItlMs: 40 });
+    expect(loadOptionsFromCli(GRPC)).toMatchObject({ sloTtftMs: undefined, sloItlMs: undefined });
+  });
+
+  it('refuses a bound that is not a positive number, naming it', () => {
+    expect(() => loadOptionsFromCli({ ...GRPC, sloTtftMs: '0' })).toThrow('--slo-ttft-ms: must be a number > 0');
+    expect(() => loadOptionsFromCli(GRPC, { DYN_LOAD_CLIENT_SLO_ITL_MS: 'fast' })).toThrow("DYN_LOAD_CLIENT_SLO_ITL_MS: must be a number, got 'fast'");
+  });
+});
+
 describe('loadSettingsFromCli numbers', () => {
   it('accepts what Number() reads in full, surrounding spaces included', () => {
     expect(loadOptionsFromCli({ ...GRPC, concurrency: ' 4 ', deadlineMs: '2.5e3', graceS: '0' })).toMatchObject({

@@ -201,7 +201,8 @@ describe('startHttpAttempt streamed answers', () => {
     await settle();
     clock = 80;
     body.push(delta('!') + DONE);
-    expect(await attempt.done).toEqual({ outcome: { kind: 'completed' }, pushback: undefined });
+    // Its own timing, for the SLO: first token at 30, then 2 gaps to 80.
+    expect(await attempt.done).toEqual({ outcome: { kind: 'completed', timing: { ttftMs: 30, meanItlMs: 25 } }, pushback: undefined });
     const s = recorder.summary('u', 1000);
     expect(s.ttft_ms.p50).toBe(30);
     expect(s.itl_ms).toEqual({ p50: 20, p90: 30, p99: 30 });
@@ -246,7 +247,7 @@ describe('startHttpAttempt streamed answers', () => {
     const { body } = streaming();
     const { attempt, recorder } = start({ api: 'completions' });
     body.push(delta('one', 'completions') + delta(undefined, 'completions') + delta('two', 'completions') + DONE);
-    expect((await attempt.done).outcome).toEqual({ kind: 'completed' });
+    expect((await attempt.done).outcome).toMatchObject({ kind: 'completed' });
     expect(recorder.outputTokens).toBe(2);
   });
 
@@ -299,7 +300,7 @@ describe('startHttpAttempt streamed answers', () => {
     body.push('NE]\r');
     await settle();
     body.push('\n\r\n');
-    expect((await attempt.done).outcome).toEqual({ kind: 'completed' });
+    expect((await attempt.done).outcome).toEqual({ kind: 'completed', timing: undefined });
   });
 });
 
@@ -310,7 +311,7 @@ describe('startHttpAttempt JSON answers (--no-stream)', () => {
     answer(JSON.stringify({ choices: [{ message: { role: 'assistant', content: 'a b c' } }], usage: { completion_tokens: 3 } }));
     const { attempt, recorder } = start({ stream: false });
     clock = 120;
-    expect((await attempt.done).outcome).toEqual({ kind: 'completed' });
+    expect((await attempt.done).outcome).toEqual({ kind: 'completed', timing: { ttftMs: 120, meanItlMs: undefined } });
     const s = recorder.summary('u', 1000);
     expect(s.output_tokens).toBe(3);
     expect(s.ttft_ms.p50).toBe(120);
@@ -324,7 +325,7 @@ describe('startHttpAttempt JSON answers (--no-stream)', () => {
     expect(one.recorder.outputTokens).toBe(1);
     answer(JSON.stringify({ choices: [{ message: { content: '' } }] }));
     const none = start({ stream: false });
-    expect((await none.attempt.done).outcome).toEqual({ kind: 'completed' });
+    expect((await none.attempt.done).outcome).toEqual({ kind: 'completed', timing: undefined });
     expect(none.recorder.summary('u', 1000)).toMatchObject({ output_tokens: 0, ttft_ms: { p50: null } });
   });
 

@@ -26,6 +26,7 @@ const summary = (over: Partial<LoadSummary> = {}): LoadSummary => ({
   retries: 0,
   ttft_ms: { p50: 1.5, p90: 12.345, p99: 100 },
   itl_ms: { p50: null, p90: null, p99: null },
+  time_to_reject_ms: { p50: 0.5, p90: 0.8, p99: 1.2 },
   output_tokens: 448,
   tokens_per_s: 44.8,
   requests_per_s: 0.7,
@@ -103,5 +104,16 @@ describe('formatSummary', () => {
     // The model row follows the target row.
     expect(text.split('\n')[1]).toMatch(/^model /);
     expect(rows(formatSummary(summary({ statuses: {} }))).get('HTTP statuses')).toBe('-');
+  });
+});
+
+describe('formatSummary with an SLO and refusals', () => {
+  it('shows the time to reject when there were refusals, and the goodput line with its bounds', () => {
+    const text = formatSummary(summary({ slo: { ttft_ms: 500, itl_ms: null, good: 6, goodput_per_s: 0.6 } }));
+    expect(rows(text).get('time to reject (ms)')).toMatch(/^0\.50\s+0\.80\s+1\.20$/);
+    expect(rows(text).get('goodput')).toBe('6 within the SLO (TTFT <= 500 ms, mean ITL <= - ms), 0.60/s');
+    const plain = formatSummary(summary({ rejected: 0 }));
+    expect(rows(plain).has('time to reject (ms)')).toBe(false);
+    expect(rows(plain).has('goodput')).toBe(false);
   });
 });

@@ -133,3 +133,38 @@ describe('LoadRecorder rates', () => {
     expect(new LoadRecorder().summary('http://h:1/v1/completions', 1000).target).toBe('http://h:1/v1/completions');
   });
 });
+
+describe('LoadRecorder goodput (--slo-ttft-ms, --slo-itl-ms)', () => {
+  const done = (ttftMs: number, meanItlMs: number | undefined): AttemptOutcome => ({ kind: 'completed', timing: { ttftMs, meanItlMs } });
+
+  it('counts a completed request as good only within both bounds; a bound at the value is met', () => {
+    const recorder = new LoadRecorder({ slo: { ttftMs: 100, itlMs: 20 } });
+    ended(recorder, done(100, 20), done(50, undefined), done(101, 5), done(10, 21), { kind: 'completed' }, { kind: 'rejected' });
+    const s = recorder.summary('t', 2000);
+    expect(s.completed).toBe(5);
+    expect(s.slo).toEqual({ ttft_ms: 100, itl_ms: 20, good: 2, goodput_per_s: 1 });
+  });
+
+  it('leaves an unset bound unbounded, and reports no SLO without one', () => {
+    const ttftOnly = new LoadRecorder({ slo: { ttftMs: 100, itlMs: undefined } });
+    ended(ttftOnly, done(99, 10_000), done(101, 1));
+    expect(ttftOnly.summary('t', 1000).slo).toEqual({ ttft_ms: 100, itl_ms: null, good: 1, goodput_per_s: 1 });
+    const none = new LoadRecorder();
+    ended(none, done(1, 1));
+    expect(none.summary('t', 1000).slo).toBeUndefined();
+  });
+
+  it('keeps the time to each refusal, and none for other endings', () => {
+    const recorder = new LoadRecorder();
+    for (const [outcome, ms] of [
+      [{ kind: 'rejected' }, 2],
+      [{ kind: 'failed', code: GrpcStatus.RESOURCE_EXHAUSTED }, 4],
+      [{ kind: 'failed', code: GrpcStatus.UNAVAILABLE }, 900],
+      [done(5, 1), 800],
+    ] as const) {
+      recorder.attemptStarted(false);
+      recorder.attemptEnded(outcome, ms);
+    }
+    expect(recorder.summary('t', 1000).time_to_reject_ms).toEqual({ p50: 2, p90: 4, p99: 4 });
+  });
+});
