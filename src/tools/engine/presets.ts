@@ -1,0 +1,68 @@
+/**
+ * Presets of the simulated engine: real model x GPU pairs, each with its cost model (shape from
+ * the model's config.json, GPU figures from the vendor's datasheet, efficiency and overhead fitted
+ * to a published measurement; sources and the calibration table are in docs/simulated-engine.md)
+ * and the scheduler limits a vLLM of that pair would start with.
+ */
+import { kvBlocks, type CostModel } from './cost-model.js';
+
+export interface EnginePreset {
+  readonly cost: CostModel;
+  /** vLLM's max_num_seqs for this GPU (the OpenAI server's default, by device memory). */
+  readonly maxNumSeqs: number;
+  /** vLLM's max_num_batched_tokens for this GPU (likewise). */
+  readonly maxNumBatchedTokens: number;
+}
+
+/** vLLM's default share of GPU memory for weights + KV cache (--gpu-memory-utilization). */
+const GPU_MEMORY_UTILIZATION = 0.9;
+
+const GiB = 1024 ** 3;
+
+/**
+ * NVIDIA H100 SXM5 80GB (datasheet): 80 GB HBM3 at 3.35 TB/s; 1,979 TFLOPS FP8 dense (the
+ * datasheet's 3,958 is with sparsity).
+ */
+const H100_SXM = { memoryBytes: 80 * GiB, bandwidthBytesPerS: 3.35e12, fp8Flops: 1979e12 };
+
+/**
+ * vLLM's OpenAI-server defaults on a GPU with at least 70 GiB that is not an A100 (H100, H200,
+ * MI300x): max_num_seqs 1024, max_num_batched_tokens 8192 (vllm/engine/arg_utils.py).
+ */
+const VLLM_LARGE_GPU = { maxNumSeqs: 1024, maxNumBatchedTokens: 8192 };
+
+export const ENGINE_PRESETS = {
+  /**
+   * Llama-3.3-70B-Instruct (the Llama-3.1-70B architecture: 70.55 B parameters, 80 layers, 8 KV
+   * heads of 128) in fp8 on 2 x H100 SXM, tensor parallel 2, as NVIDIA NIM 1.8.0 serves it. The
+   * KV cache is fp8 too: the NIM page's figures leave room for about 80 sequences of 5,500 tokens,
+   * which a bf16 cache (half the room) would not. Calibrated to NIM's published ITL at
+   * concurrency 1 and 50 (5,000 input / 500 output tokens).
+   */
+  'llama-3.3-70b-fp8-2xh100': {
+    cost: {
+      model: { parameters: 70.55e9, layers: 80, kvHeads: 8, headDim: 128, weightBytes: 1, kvBytes: 1 },
+      gpu: { count: 2, memoryBytes: H100_SXM.memoryBytes, bandwidthBytesPerS: H100_SXM.bandwidthBytesPerS, peakFlops: H100_SXM.fp8Flops },
+      calibration: { efficiency: 0.58, fixedOverheadMs: 0.5 },
+    },
+    ...VLLM_LARGE_GPU,
+  },
+} as const satisfies Readonly<Record<string, EnginePreset>>;
+
+export type PresetName = keyof typeof ENGINE_PRESETS;
+
+export const PRESET_NAMES = Object.keys(ENGINE_PRESETS) as PresetName[];
+
+export function isPresetName(name: string): name is PresetName {
+  return Object.hasOwn(ENGINE_PRESETS, name);
+}
+
+/** The scheduler limits a preset brings: vLLM's KV blocks for this block size, max_num_seqs, max_num_batched_tokens. */
+export function presetLimits(name: PresetName, blockSize: number): { numGpuBlocks: number; maxNumSeqs: number; maxNumBatchedTokens: number } {
+  const preset: EnginePreset = ENGINE_PRESETS[name];
+  return {
+    numGpuBlocks: kvBlocks(preset.cost, blockSize, GPU_MEMORY_UTILIZATION),
+    maxNumSeqs: preset.maxNumSeqs,
+    maxNumBatchedTokens: preset.maxNumBatchedTokens,
+  };
+}
