@@ -35,9 +35,9 @@ export const ENGINE_PRESETS = {
   /**
    * Llama-3.3-70B-Instruct (the Llama-3.1-70B architecture: 70.55 B parameters, 80 layers, 8 KV
    * heads of 128) in fp8 on 2 x H100 SXM, tensor parallel 2, as NVIDIA NIM 1.8.0 serves it. The
-   * KV cache is fp8 too: the NIM page's figures leave room for about 80 sequences of 5,500 tokens,
-   * which a bf16 cache (half the room) would not. Calibrated to NIM's published ITL at
-   * concurrency 1 and 50 (5,000 input / 500 output tokens).
+   * KV cache is taken as fp8 too: the page's figures saturate between concurrency 50 and 100
+   * (5,500-token sequences), where an fp8 cache's room ends (about 90); a bf16 one would not hold
+   * 50. Calibrated to NIM's published ITL at concurrency 1 and 50 (5,000 in / 500 out tokens).
    */
   'llama-3.3-70b-fp8-2xh100': {
     cost: {
