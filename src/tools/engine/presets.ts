@@ -17,19 +17,32 @@ export interface EnginePreset {
 /** vLLM's default share of GPU memory for weights + KV cache (--gpu-memory-utilization). */
 const GPU_MEMORY_UTILIZATION = 0.9;
 
-const GiB = 1024 ** 3;
+const MiB = 1024 ** 2;
 
-/**
- * NVIDIA H100 SXM5 80GB (datasheet): 80 GB HBM3 at 3.35 TB/s; 1,979 TFLOPS FP8 dense (the
- * datasheet's 3,958 is with sparsity).
+/*
+ * GPU memory is what CUDA reports (nvidia-smi's total, what vLLM's gpu_memory_utilization is a
+ * share of), not the datasheet's round figure; bandwidth and FLOPS are the datasheet's.
  */
-const H100_SXM = { memoryBytes: 80 * GiB, bandwidthBytesPerS: 3.35e12, fp8Flops: 1979e12 };
 
 /**
- * vLLM's OpenAI-server defaults on a GPU with at least 70 GiB that is not an A100 (H100, H200,
- * MI300x): max_num_seqs 1024, max_num_batched_tokens 8192 (vllm/engine/arg_utils.py).
+ * NVIDIA H100 SXM5 80GB (datasheet): HBM3 at 3.35 TB/s; 1,979 TFLOPS FP8 dense (the datasheet's
+ * 3,958 is with sparsity). CUDA reports 81,559 MiB.
+ */
+const H100_SXM = { memoryBytes: 81_559 * MiB, bandwidthBytesPerS: 3.35e12, fp8Flops: 1979e12 };
+
+/**
+ * NVIDIA L4 (datasheet): 24 GB GDDR6 at 300 GB/s; 121 TFLOPS FP16/BF16 dense (the datasheet's
+ * 242 is with sparsity). CUDA reports 23,034 MiB.
+ */
+const L4 = { memoryBytes: 23_034 * MiB, bandwidthBytesPerS: 300e9, fp16Flops: 121e12 };
+
+/**
+ * vLLM's OpenAI-server defaults (vllm/engine/arg_utils.py): on a GPU with at least 70 GiB that is
+ * not an A100 (H100, H200, MI300x) max_num_seqs 1024 and max_num_batched_tokens 8192, else 256
+ * and 2048.
  */
 const VLLM_LARGE_GPU = { maxNumSeqs: 1024, maxNumBatchedTokens: 8192 };
+const VLLM_SMALL_GPU = { maxNumSeqs: 256, maxNumBatchedTokens: 2048 };
 
 export const ENGINE_PRESETS = {
   /**
@@ -46,6 +59,19 @@ export const ENGINE_PRESETS = {
       calibration: { efficiency: 0.58, fixedOverheadMs: 0.5 },
     },
     ...VLLM_LARGE_GPU,
+  },
+  /**
+   * Qwen2.5-7B-Instruct (7.616 B parameters, 28 layers, 4 KV heads of 128) in fp16 on one L4, as
+   * vLLM 0.8.5 serves it. Calibrated to a published vLLM sweep on an L4 (TPOT at concurrency 1
+   * and 64, about 200 input / 128 output tokens).
+   */
+  'qwen2.5-7b-fp16-l4': {
+    cost: {
+      model: { parameters: 7.616e9, layers: 28, kvHeads: 4, headDim: 128, weightBytes: 2, kvBytes: 2 },
+      gpu: { count: 1, memoryBytes: L4.memoryBytes, bandwidthBytesPerS: L4.bandwidthBytesPerS, peakFlops: L4.fp16Flops },
+      calibration: { efficiency: 0.88, fixedOverheadMs: 1 },
+    },
+    ...VLLM_SMALL_GPU,
   },
 } as const satisfies Readonly<Record<string, EnginePreset>>;
 

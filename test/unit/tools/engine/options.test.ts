@@ -95,7 +95,7 @@ describe('engine presets, cost model and time scale options', () => {
   });
 
   it("takes a preset's vLLM limits for the ones not given, from the flag or DYN_SIM_ENGINE_PRESET", () => {
-    const limits = { numGpuBlocks: 32_069, maxNumSeqs: 1024, maxNumBatchedTokens: 8192 };
+    const limits = { numGpuBlocks: 31_809, maxNumSeqs: 1024, maxNumBatchedTokens: 8192 };
     expect(engineOptionsFromCli({ preset: PRESET }, {})).toMatchObject({ preset: PRESET, ...limits });
     expect(engineOptionsFromCli({}, { DYN_SIM_ENGINE_PRESET: PRESET })).toMatchObject(limits);
     expect(resolveEngineOptions({ preset: PRESET })).toMatchObject(limits);
@@ -107,9 +107,9 @@ describe('engine presets, cost model and time scale options', () => {
       maxNumSeqs: 8,
       maxNumBatchedTokens: 8192,
     });
-    expect(resolveEngineOptions({ preset: PRESET, maxNumBatchedTokens: 512 })).toMatchObject({ numGpuBlocks: 32_069, maxNumBatchedTokens: 512 });
+    expect(resolveEngineOptions({ preset: PRESET, maxNumBatchedTokens: 512 })).toMatchObject({ numGpuBlocks: 31_809, maxNumBatchedTokens: 512 });
     // The preset's KV blocks follow the block size in use.
-    expect(engineOptionsFromCli({ preset: PRESET, blockSize: '32' }, {}).numGpuBlocks).toBe(16_034);
+    expect(engineOptionsFromCli({ preset: PRESET, blockSize: '32' }, {}).numGpuBlocks).toBe(15_904);
   });
 
   it('reads --cost-model and --time-scale and their variables', () => {
@@ -121,7 +121,7 @@ describe('engine presets, cost model and time scale options', () => {
   });
 
   it.each([
-    [{ preset: 'llama-9000' }, '--preset', /^--preset: must be one of none, llama-3\.3-70b-fp8-2xh100, got "llama-9000"/],
+    [{ preset: 'llama-9000' }, '--preset', /^--preset: must be one of none, llama-3\.3-70b-fp8-2xh100, qwen2\.5-7b-fp16-l4, got "llama-9000"/],
     [{ costModel: 'gpu' }, '--cost-model', /^--cost-model: must be one of auto, fixed, roofline, got "gpu"/],
     [{ costModel: 'roofline' }, '--cost-model', /^--cost-model: roofline .* needs --preset/],
     [{ timeScale: '0' }, '--time-scale', /^--time-scale: must be a number > 0 and <= 10000, got 0/],

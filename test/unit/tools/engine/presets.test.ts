@@ -13,7 +13,9 @@ interface Published {
   readonly concurrency: number;
   readonly inputTokens: number;
   readonly outputTokens: number;
-  /** Mean inter-token latency, ms. */
+  /** Requests the replay sends in all (the benchmark's own count where it gives one). */
+  readonly requests: number;
+  /** Published inter-token latency (mean ITL, or median TPOT where that is what was published), ms. */
   readonly itlMs: number;
 }
 
@@ -21,23 +23,29 @@ interface Published {
 const CITED: Readonly<Record<PresetName, readonly Published[]>> = {
   // NVIDIA NIM for LLMs benchmarking, Llama-3.3-70b-instruct, NIM 1.8.0, 2 x H100 80G, fp8 TP2.
   'llama-3.3-70b-fp8-2xh100': [
-    { concurrency: 1, inputTokens: 5000, outputTokens: 500, itlMs: 18.58 },
-    { concurrency: 50, inputTokens: 5000, outputTokens: 500, itlMs: 59.73 },
-    { concurrency: 1, inputTokens: 500, outputTokens: 2000, itlMs: 18.91 },
+    { concurrency: 1, inputTokens: 5000, outputTokens: 500, requests: 3, itlMs: 18.58 },
+    { concurrency: 50, inputTokens: 5000, outputTokens: 500, requests: 150, itlMs: 59.73 },
+    { concurrency: 1, inputTokens: 500, outputTokens: 2000, requests: 1, itlMs: 18.91 },
+  ],
+  // ree2raz/inference-bench, results/summary.csv: vllm, short regime (about 200 in / 128 out),
+  // vLLM 0.8.5, Qwen2.5-7B-Instruct fp16 on one L4, median TPOT of 3 runs of 100 requests.
+  'qwen2.5-7b-fp16-l4': [
+    { concurrency: 1, inputTokens: 200, outputTokens: 128, requests: 100, itlMs: 58.3 },
+    { concurrency: 64, inputTokens: 200, outputTokens: 128, requests: 100, itlMs: 75.7 },
   ],
 };
 
 /**
  * Mean ITL of a closed-loop benchmark on the preset, as AIPerf computes it per request:
- * (last token - first token) / (output tokens - 1), averaged over `rounds` x C requests.
+ * (last token - first token) / (output tokens - 1), averaged over the run's requests.
  */
-function replayItl(name: PresetName, run: Published, rounds = 3): number {
+function replayItl(name: PresetName, run: Published): number {
   const preset = ENGINE_PRESETS[name];
   const timers = new FakeTimers();
   const config = { ...presetLimits(name, 16), blockSize: 16, prefillTokensPerS: 1, decodeStepMs: 1, earlyStopProb: 0, seed: 0, vocabSize: 32_000 };
   const scheduler = new Scheduler(config, timers, (work) => stepMs(preset.cost, work));
   const itls: number[] = [];
-  const total = run.concurrency * rounds;
+  const total = run.requests;
   let started = 0;
   const start = (): void => {
     const id = started++;
@@ -50,7 +58,7 @@ function replayItl(name: PresetName, run: Published, rounds = 3): number {
       if (started < total) start();
     });
   };
-  for (let i = 0; i < run.concurrency; i++) start();
+  for (let i = 0; i < Math.min(run.concurrency, total); i++) start();
   for (let guard = 0; guard < 100_000 && itls.length < total; guard++) timers.advance(1000);
   expect(itls).toHaveLength(total);
   expect(scheduler.stats().preemptions).toBe(0);
@@ -83,14 +91,28 @@ describe('engine presets', () => {
   });
 
   it("llama-3.3-70b-fp8-2xh100: vLLM's limits on H100: KV from 2 x 80 GiB * 0.9 - weights, 1024 seqs, 8192 tokens", () => {
-    // (2 * 80 GiB * 0.9 - 70.55e9 bytes) / (16 tokens * 163840 bytes) = 32069.86 blocks
-    expect(presetLimits('llama-3.3-70b-fp8-2xh100', 16)).toEqual({ numGpuBlocks: 32_069, maxNumSeqs: 1024, maxNumBatchedTokens: 8192 });
+    // (2 * 81,559 MiB * 0.9 - 70.55e9 bytes) / (16 tokens * 163,840 bytes) = 31,809.8 blocks
+    expect(presetLimits('llama-3.3-70b-fp8-2xh100', 16)).toEqual({ numGpuBlocks: 31_809, maxNumSeqs: 1024, maxNumBatchedTokens: 8192 });
     // Twice the block size, half the blocks.
-    expect(presetLimits('llama-3.3-70b-fp8-2xh100', 32).numGpuBlocks).toBe(16_034);
+    expect(presetLimits('llama-3.3-70b-fp8-2xh100', 32).numGpuBlocks).toBe(15_904);
+  });
+
+  it("qwen2.5-7b-fp16-l4: a decode step at batch 1 is the overhead plus fp16 weights and one context's KV over 88% of 300 GB/s", () => {
+    const cost = ENGINE_PRESETS['qwen2.5-7b-fp16-l4'].cost;
+    // (7.616e9 * 2 + 264 * 2*28*4*128*2 bytes) / (300e9 * 0.88) s + 1 ms
+    const expected = ((7.616e9 * 2 + 264 * 57_344) / (300e9 * 0.88)) * 1000 + 1;
+    expect(stepMs(cost, { decodeSequences: 1, decodeContextTokens: 264, prefillTokens: 0 })).toBeCloseTo(expected, 9);
+    expect(expected).toBeCloseTo(58.75, 1);
+  });
+
+  it("qwen2.5-7b-fp16-l4: vLLM's limits on an L4: KV from 23,034 MiB * 0.9 - weights, 256 seqs, 2048 tokens", () => {
+    // (23,034 MiB * 0.9 - 15.232e9 bytes) / (16 tokens * 57,344 bytes) = 7,090.6 blocks
+    expect(presetLimits('qwen2.5-7b-fp16-l4', 16)).toEqual({ numGpuBlocks: 7090, maxNumSeqs: 256, maxNumBatchedTokens: 2048 });
   });
 
   it('knows its names and nothing else', () => {
     expect(isPresetName('llama-3.3-70b-fp8-2xh100')).toBe(true);
+    expect(isPresetName('qwen2.5-7b-fp16-l4')).toBe(true);
     expect(isPresetName('none')).toBe(false);
     expect(isPresetName('toString')).toBe(false);
   });
