@@ -13,11 +13,12 @@
  * (what real kernels reach of the peak); a fixed overhead per step covers what scales with
  * neither (kernel launches, the scheduler's CPU work, the tensor-parallel all-reduces).
  *
- * Prefill attention (each prompt token attending to the tokens before it) is left out: it adds
+ * Left out on purpose: prefill attention (each prompt token attending to the tokens before it),
  * 4 * layers * q_heads * head_dim FLOPs per token per context token, which for the models here
  * is under 5% of 2 * parameters until the context passes about 5,000 tokens (Llama-3.3-70B:
- * 4 * 80 * 8192 * 2500 average context = 6.6 GFLOP against 141 GFLOP per token). Decode attention
- * is counted, as the KV bytes it reads.
+ * 4 * 80 * 8192 * 2500 average context = 6.6 GFLOP against 141 GFLOP per token); and the weight
+ * reads of a step that only prefills, hidden under its compute for chunks of hundreds of tokens
+ * or more. Decode attention is counted, as the KV bytes it reads.
  */
 
 /** A transformer's shape, as far as its cost goes. */
