@@ -18,12 +18,19 @@ import { startSidecar, type RunningSidecar } from '../sidecar/sidecar.js';
 import { applyUsageExit, onFirstSignal, waitForSignal, type CommandIo } from '../platform/command-io.js';
 import { exitWithError, parseOrExit, type ErrorVoice } from '../platform/command-errors.js';
 
-/** Each demo worker: small KV and caps, so 64 concurrent requests overload two of them. */
+/**
+ * Each demo worker: small KV and caps, so 64 concurrent requests overload two of them. Its engine
+ * prices steps as Llama-3.3-70B in fp8 on 2 x H100 (about 19 ms a step at the demo's batch of 8,
+ * slower as batches and contexts grow), with its KV cut to 128 blocks (explicit options win over
+ * the preset). Steps that long leave a 2-core machine's proxies mostly idle, so time runs at 1x.
+ */
 export const DEMO_DEFAULTS = Object.freeze({
   workers: 2,
   httpPort: FRONTEND_OPTIONS.httpPort.default,
   engineRequestLimit: 8,
   requestQueueLimit: 4,
+  enginePreset: 'llama-3.3-70b-fp8-2xh100',
+  engineTimeScale: 1,
   numGpuBlocks: 128,
   decodeBlocksThreshold: 0.5,
   statusIntervalMs: 5000,
@@ -95,7 +102,15 @@ async function runDemo(count: number, flags: DemoFlags, httpPort: number, io: Co
   const [{ startSimulatedEngine }, { startFrontend }] = await Promise.all([import('../tools/engine/index.js'), import('../frontend/frontend.js')]);
   try {
     for (let i = 0; i < count; i++) {
-      const engine = await startSimulatedEngine({ host: '127.0.0.1', port: 0, metricsPort: 0, numGpuBlocks: DEMO_DEFAULTS.numGpuBlocks, seed: i });
+      const engine = await startSimulatedEngine({
+        host: '127.0.0.1',
+        port: 0,
+        metricsPort: 0,
+        preset: DEMO_DEFAULTS.enginePreset,
+        timeScale: DEMO_DEFAULTS.engineTimeScale,
+        numGpuBlocks: DEMO_DEFAULTS.numGpuBlocks,
+        seed: i,
+      });
       engines.push(engine);
       const config = parseSidecarConfig(
         {
@@ -127,7 +142,7 @@ async function runDemo(count: number, flags: DemoFlags, httpPort: number, io: Co
         `dynamo-sidecar demo: frontend ${describeFrontend(config, frontend.port)}`,
         ...sidecars.map(
           (s, i) =>
-            `dynamo-sidecar demo: worker ${i + 1}: sidecar 127.0.0.1:${s.ingressPort} (N=${flags.engineRequestLimit}, Q=${DEMO_DEFAULTS.requestQueueLimit}, metrics http://127.0.0.1:${s.systemPort}/metrics) -> simulated engine ${engines[i]!.address} (${DEMO_DEFAULTS.numGpuBlocks} KV blocks)`,
+            `dynamo-sidecar demo: worker ${i + 1}: sidecar 127.0.0.1:${s.ingressPort} (N=${flags.engineRequestLimit}, Q=${DEMO_DEFAULTS.requestQueueLimit}, metrics http://127.0.0.1:${s.systemPort}/metrics) -> simulated engine ${engines[i]!.address} (${DEMO_DEFAULTS.enginePreset}, ${DEMO_DEFAULTS.numGpuBlocks} KV blocks)`,
         ),
         'try:',
         `  curl -s ${url}/v1/models`,

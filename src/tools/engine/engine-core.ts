@@ -12,6 +12,7 @@ import type { GenerateRequestMessage, GenerateResponseMessage, SchedulerLoadMess
 import type { EngineOptions } from './options.js';
 import { InvalidRequestError, parseGenerateRequest } from './request.js';
 import { realTimers, Scheduler, type FinishReason, type SchedulerStats, type SequenceHandle, type Timers } from './scheduler.js';
+import { engineStepCost } from './step-cost.js';
 
 /** Where a call's messages and its end go: the grpc-js stream in the server, a recorder in tests. */
 export interface GenerateSink {
@@ -136,7 +137,8 @@ export class EngineCore {
     private readonly options: EngineOptions,
     private readonly timers: Timers = realTimers,
   ) {
-    this.ranks = Array.from({ length: options.dataParallelSize }, () => new Scheduler(options, timers));
+    const stepCost = engineStepCost(options);
+    this.ranks = Array.from({ length: options.dataParallelSize }, () => new Scheduler(options, timers, stepCost));
   }
 
   /** Generate calls accepted and not ended. */

@@ -9,8 +9,27 @@
 import { Problems } from '../../platform/config/config-error.js';
 import { OptionReader, type Env } from '../../platform/config/option-reader.js';
 import type { OptionSpec } from '../../platform/config/option-spec.js';
+import { isPresetName, PRESET_NAMES, presetLimits } from './presets.js';
+
+/** How a step's duration is decided; `auto` is `roofline` with a preset, else `fixed` (step-cost.ts). */
+export const COST_MODELS = ['auto', 'fixed', 'roofline'] as const;
+export type CostModelChoice = (typeof COST_MODELS)[number];
 
 export interface EngineOptions {
+  /**
+   * A real model x GPU pair (presets.ts) or `none`: its GPU cost model prices each step, and its
+   * vLLM defaults replace those of numGpuBlocks, maxNumSeqs and maxNumBatchedTokens that are not
+   * given explicitly.
+   */
+  readonly preset: string;
+  /** `fixed`: decodeStepMs + prefill at prefillTokensPerS; `roofline`: the preset's cost model; `auto`: roofline with a preset. */
+  readonly costModel: CostModelChoice;
+  /**
+   * Every step lasts this many times longer. A real GPU's steps of a few ms would make the
+   * proxies' CPU, not the engine, the bottleneck of a benchmark on a small machine; scaling the
+   * engine's time keeps the engine the slow part while every ratio between steps stays the same.
+   */
+  readonly timeScale: number;
   /**
    * Data-parallel ranks. Each rank is an engine core of its own (as in vLLM): its own scheduler,
    * KV pool of numGpuBlocks blocks, max_num_seqs and step budget.
@@ -46,6 +65,24 @@ export interface EngineOptions {
 }
 
 export const ENGINE_OPTIONS = {
+  preset: {
+    flag: '--preset <name>',
+    env: 'DYN_SIM_ENGINE_PRESET',
+    default: 'none',
+    help: `a real model x GPU pair: its GPU cost model prices each step and its vLLM defaults set --num-gpu-blocks, --max-num-seqs and --max-num-batched-tokens unless given (${PRESET_NAMES.join(', ')}; none = the fixed step)`,
+  },
+  costModel: {
+    flag: '--cost-model <model>',
+    env: 'DYN_SIM_ENGINE_COST_MODEL',
+    default: 'auto',
+    help: "step duration: fixed (--decode-step-ms per decode step + prefill at --prefill-tokens-per-s), roofline (the preset's GPU cost model: grows with batch and context), auto (roofline with --preset, else fixed)",
+  },
+  timeScale: {
+    flag: '--time-scale <x>',
+    env: 'DYN_SIM_ENGINE_TIME_SCALE',
+    default: 1,
+    help: "every step lasts x times longer, so a small machine's proxies are not the bottleneck of a fast model's benchmark",
+  },
   dataParallelSize: {
     flag: '--data-parallel-size <n>',
     env: 'DYN_SIM_ENGINE_DATA_PARALLEL_SIZE',
@@ -56,6 +93,7 @@ export const ENGINE_OPTIONS = {
     flag: '--num-gpu-blocks <n>',
     env: 'DYN_SIM_ENGINE_NUM_GPU_BLOCKS',
     default: 2048,
+    defaultText: "2048 (with --preset: the preset's)",
     help: 'KV cache size in blocks per dp rank (vllm:cache_config_info num_gpu_blocks)',
   },
   blockSize: { flag: '--block-size <tokens>', env: 'DYN_SIM_ENGINE_BLOCK_SIZE', default: 16, help: 'tokens per KV block' },
@@ -63,25 +101,27 @@ export const ENGINE_OPTIONS = {
     flag: '--max-num-seqs <n>',
     env: 'DYN_SIM_ENGINE_MAX_NUM_SEQS',
     default: 256,
+    defaultText: "256 (with --preset: the preset's)",
     help: 'most sequences running at once per dp rank; more wait in its queue',
   },
   maxNumBatchedTokens: {
     flag: '--max-num-batched-tokens <n>',
     env: 'DYN_SIM_ENGINE_MAX_NUM_BATCHED_TOKENS',
     default: 8192,
+    defaultText: "8192 (with --preset: the preset's)",
     help: 'token budget of one scheduler step per dp rank (decode + prefill chunks)',
   },
   prefillTokensPerS: {
     flag: '--prefill-tokens-per-s <rate>',
     env: 'DYN_SIM_ENGINE_PREFILL_TOKENS_PER_S',
     default: 50_000,
-    help: 'prefill speed in tokens/s; a step lasts prefill tokens / rate longer',
+    help: 'prefill speed in tokens/s under the fixed cost model; a step lasts prefill tokens / rate longer',
   },
   decodeStepMs: {
     flag: '--decode-step-ms <ms>',
     env: 'DYN_SIM_ENGINE_DECODE_STEP_MS',
     default: 20,
-    help: 'duration of a decode step; each running sequence gains one token per step',
+    help: 'duration of a decode step under the fixed cost model; each running sequence gains one token per step',
   },
   maxOutputTokens: {
     flag: '--max-output-tokens <n>',
@@ -146,6 +186,7 @@ const RULES: Readonly<Record<NumericKey, NumberRule>> = {
   maxNumBatchedTokens: { integer: true, min: 1, max: 1e9 },
   prefillTokensPerS: { integer: false, min: 0, max: 1e12, minExclusive: true },
   decodeStepMs: { integer: false, min: 0, max: 600_000, minExclusive: true },
+  timeScale: { integer: false, min: 0, max: 10_000, minExclusive: true },
   maxOutputTokens: { integer: true, min: 1, max: UINT32_MAX },
   maxModelLen: { integer: true, min: 0, max: UINT32_MAX },
   earlyStopProb: { integer: false, min: 0, max: 1 },
@@ -185,12 +226,21 @@ export function resolveEngineOptions(overrides: Partial<EngineOptions> = {}): En
 
 /** The merged options, valid only when it reported no problem. */
 function resolve(overrides: Partial<EngineOptions>, sources: Sources, problems: Problems): EngineOptions {
-  const merged: EngineOptions = { ...DEFAULT_ENGINE_OPTIONS };
-  for (const [key, value] of Object.entries(overrides)) {
-    if (value !== undefined) (merged as unknown as Record<string, unknown>)[key] = value;
-  }
+  const given = Object.fromEntries(Object.entries(overrides).filter(([, value]) => value !== undefined)) as Partial<EngineOptions>;
   const source = (key: EngineKey): string => sources[key] ?? flagOf(key);
   const before = problems.problems.length;
+  const preset = given.preset ?? DEFAULT_ENGINE_OPTIONS.preset;
+  const presetKnown = typeof preset === 'string' && (preset === 'none' || isPresetName(preset));
+  if (!presetKnown) problems.report(source('preset'), `: must be one of none, ${PRESET_NAMES.join(', ')}, got ${JSON.stringify(preset)}`);
+  // A preset's vLLM defaults sit between the table's defaults and what was given explicitly.
+  const blockSize = given.blockSize ?? DEFAULT_ENGINE_OPTIONS.blockSize;
+  const presetDefaults = presetKnown && isPresetName(preset) && validBlockSize(blockSize) ? presetLimits(preset, blockSize) : {};
+  const merged: EngineOptions = { ...DEFAULT_ENGINE_OPTIONS, ...presetDefaults, ...given };
+  if (!(COST_MODELS as readonly unknown[]).includes(merged.costModel)) {
+    problems.report(source('costModel'), `: must be one of ${COST_MODELS.join(', ')}, got ${JSON.stringify(merged.costModel)}`);
+  } else if (merged.costModel === 'roofline' && merged.preset === 'none') {
+    problems.report(source('costModel'), `: roofline prices a real model on a real GPU, so it needs --preset (${PRESET_NAMES.join(', ')})`);
+  }
   for (const key of Object.keys(RULES) as NumericKey[]) checkNumber(key, merged[key], source(key), problems);
   for (const key of ['modelName', 'host'] as const) {
     if (typeof merged[key] !== 'string' || merged[key].trim() === '') {
@@ -205,6 +255,11 @@ function resolve(overrides: Partial<EngineOptions>, sources: Sources, problems: 
     );
   }
   return Object.freeze(merged);
+}
+
+function validBlockSize(value: unknown): value is number {
+  const rule = RULES.blockSize;
+  return typeof value === 'number' && Number.isInteger(value) && value >= rule.min && value <= rule.max;
 }
 
 /** The effective context limit: maxModelLen, or the whole KV cache when it is 0. */
@@ -228,6 +283,10 @@ export function engineOptionsFromCli(values: EngineCliValues, env: Env = {}): En
     const found = read.raw(key);
     if (found === undefined) continue;
     sources[key] = found.source;
+    if (key === 'preset' || key === 'costModel') {
+      overrides[key] = found.value.trim();
+      continue;
+    }
     if (key === 'modelName' || key === 'host') {
       overrides[key] = found.value;
       continue;

@@ -9,9 +9,12 @@
  *   2. running sequences still prefilling take chunks of the remaining budget, oldest first;
  *   3. waiting sequences are admitted FIFO while budget is left, fewer than max_num_seqs run
  *      and the head's KV fits; the head never gets overtaken (like vLLM's waiting queue).
- * The step lasts (decode_step_ms if anything decodes) + prefill tokens / prefill rate, then
- * its tokens are committed: decoders get their token, a sequence whose prefill completes
- * samples its first token, and the loop plans again. No work, no timer.
+ * The step lasts what the injected {@link StepCost} says for its work (how many sequences
+ * decode, the context they read, the prompt tokens prefilled): by default the fixed model,
+ * (decode_step_ms if anything decodes) + prefill tokens / prefill rate; the engine passes the
+ * one its options choose (step-cost.ts). Then its tokens are committed: decoders get their
+ * token, a sequence whose prefill completes samples its first token, and the loop plans again.
+ * No work, no timer.
  *
  * KV rule (invariant after every public call): a running sequence holds exactly
  * ceil((prompt + generated) / block_size) blocks; waiting ones hold none. The prompt's blocks
@@ -22,6 +25,7 @@
  */
 import type { EngineOptions } from './options.js';
 import { KvBlockAllocator } from './kv-cache.js';
+import { fixedStepCost, type StepCost } from './step-cost.js';
 import { hashTokens, mix32, mulberry32, type Random } from '../../platform/prng.js';
 
 export interface Timers {
@@ -110,6 +114,7 @@ export class Scheduler {
   constructor(
     private readonly config: SchedulerConfig,
     private readonly timers: Timers = realTimers,
+    private readonly stepCost: StepCost = fixedStepCost(config),
   ) {
     this.kv = new KvBlockAllocator(config.numGpuBlocks, config.blockSize);
   }
@@ -187,7 +192,10 @@ export class Scheduler {
     let prefillTokens = 0;
     for (const n of chunks.values()) prefillTokens += n;
     if (decoders.length === 0 && prefillTokens === 0) return;
-    const ms = (decoders.length > 0 ? this.config.decodeStepMs : 0) + (prefillTokens * 1000) / this.config.prefillTokensPerS;
+    // Each decoder reads the KV of its whole context so far: prompt + tokens generated.
+    let decodeContextTokens = 0;
+    for (const seq of decoders) decodeContextTokens += seq.prompt + seq.generated;
+    const ms = this.stepCost({ decodeSequences: decoders.length, decodeContextTokens, prefillTokens });
     this.plan = { decoders, chunks };
     this.timer = this.timers.set(() => this.commitStep(), ms);
   }

@@ -48,6 +48,23 @@ describe('engine command', () => {
     expect(err).toContain('--max-num-seqs');
   });
 
+  it.each([
+    [['--preset', 'gpt-5-on-a-toaster'], /^error: --preset: must be one of none, llama-3\.3-70b-fp8-2xh100, qwen2\.5-7b-fp16-l4, got "gpt-5-on-a-toaster"\n$/],
+    [['--cost-model', 'roofline'], /^error: --cost-model: roofline .* needs --preset .*\n$/],
+    [['--time-scale', '0'], /^error: --time-scale: must be a number > 0 and <= 10000, got 0\n$/],
+  ])('rejects %j with one stderr line naming the flag and exit code 2', async (args, message) => {
+    const { err, exits } = await runMain(['engine', ...args]);
+    expect(err).toMatch(message);
+    expect(exits).toEqual([2]);
+  });
+
+  it('lists the presets in --help', async () => {
+    const { out } = await runMain(['engine', '--help']);
+    for (const flag of ['--preset', '--cost-model', '--time-scale']) expect(out).toContain(flag);
+    expect(out).toContain('llama-3.3-70b-fp8-2xh100');
+    expect(out).toContain('qwen2.5-7b-fp16-l4');
+  });
+
   it('maps an unknown option to exit code 2 as well', async () => {
     const { err, exits } = await runMain(['engine', '--bogus']);
     expect(err).toContain("unknown option '--bogus'");

@@ -249,3 +249,44 @@ describe('EngineCore endings', () => {
     expect(core.activeCalls).toBe(0);
   });
 });
+
+describe('EngineCore step cost', () => {
+  /** Tokens each of `calls` streamed calls (200-token prompts) has after `ms` of fake time. */
+  function tokensPerCall(overrides: Partial<EngineOptions>, calls: number, ms: number): number[] {
+    const timers = new FakeTimers();
+    const core = new EngineCore(resolveEngineOptions({ numGpuBlocks: 4096, ...overrides }), timers);
+    const sinks = Array.from({ length: calls }, (_, i) => {
+      const sink = new RecordingSink();
+      core.generate(
+        { request_id: `r${i}`, tokenized: { input_ids: prompt(200, 1 + i * 1000) }, stream: true, sampling_params: { max_tokens: 10_000 } },
+        {},
+        sink,
+      );
+      return sink;
+    });
+    timers.advance(ms);
+    core.close();
+    return sinks.map((sink) => sink.streamed.length);
+  }
+
+  it('with a preset, each call streams slower as more calls share the steps, as on the GPU', () => {
+    const preset = { preset: 'qwen2.5-7b-fp16-l4' };
+    const alone = tokensPerCall(preset, 1, 5000)[0]!;
+    const crowded = tokensPerCall(preset, 64, 5000);
+    expect(alone).toBeGreaterThan(80); // about 58 ms a token
+    expect(Math.max(...crowded)).toBeLessThan(alone * 0.95);
+  });
+
+  it('without a preset, a call streams at the fixed step however many calls run', () => {
+    const fixed = { decodeStepMs: 10, prefillTokensPerS: 1e9, maxNumBatchedTokens: 100_000 };
+    const alone = tokensPerCall(fixed, 1, 1000)[0]!;
+    expect(tokensPerCall(fixed, 64, 1000).every((n) => Math.abs(n - alone) <= 1)).toBe(true);
+  });
+
+  it('stretches every step by --time-scale', () => {
+    const preset = { preset: 'qwen2.5-7b-fp16-l4' };
+    const normal = tokensPerCall(preset, 1, 5000)[0]!;
+    const slow = tokensPerCall({ ...preset, timeScale: 2 }, 1, 5000)[0]!;
+    expect(Math.abs(slow - normal / 2)).toBeLessThanOrEqual(1);
+  });
+});

@@ -86,3 +86,56 @@ describe('engine option table', () => {
     expect(flagsOf(() => resolveEngineOptions({ dataParallelSize: 0.5 }))).toEqual(['--data-parallel-size']);
   });
 });
+
+describe('engine presets, cost model and time scale options', () => {
+  const PRESET = 'llama-3.3-70b-fp8-2xh100';
+
+  it('defaults to no preset, the auto cost model and time scale 1: the fixed step of before', () => {
+    expect(engineOptionsFromCli({}, {})).toMatchObject({ preset: 'none', costModel: 'auto', timeScale: 1, numGpuBlocks: 2048, maxNumSeqs: 256 });
+  });
+
+  it("takes a preset's vLLM limits for the ones not given, from the flag or DYN_SIM_ENGINE_PRESET", () => {
+    const limits = { numGpuBlocks: 31_809, maxNumSeqs: 1024, maxNumBatchedTokens: 8192 };
+    expect(engineOptionsFromCli({ preset: PRESET }, {})).toMatchObject({ preset: PRESET, ...limits });
+    expect(engineOptionsFromCli({}, { DYN_SIM_ENGINE_PRESET: PRESET })).toMatchObject(limits);
+    expect(resolveEngineOptions({ preset: PRESET })).toMatchObject(limits);
+  });
+
+  it('lets explicit flags, variables and library values win over the preset', () => {
+    expect(engineOptionsFromCli({ preset: PRESET, numGpuBlocks: '128' }, { DYN_SIM_ENGINE_MAX_NUM_SEQS: '8' })).toMatchObject({
+      numGpuBlocks: 128,
+      maxNumSeqs: 8,
+      maxNumBatchedTokens: 8192,
+    });
+    expect(resolveEngineOptions({ preset: PRESET, maxNumBatchedTokens: 512 })).toMatchObject({ numGpuBlocks: 31_809, maxNumBatchedTokens: 512 });
+    // The preset's KV blocks follow the block size in use.
+    expect(engineOptionsFromCli({ preset: PRESET, blockSize: '32' }, {}).numGpuBlocks).toBe(15_904);
+  });
+
+  it('reads --cost-model and --time-scale and their variables', () => {
+    expect(engineOptionsFromCli({ costModel: 'fixed', timeScale: '2.5' }, {})).toMatchObject({ costModel: 'fixed', timeScale: 2.5 });
+    expect(engineOptionsFromCli({}, { DYN_SIM_ENGINE_COST_MODEL: 'roofline', DYN_SIM_ENGINE_PRESET: PRESET, DYN_SIM_ENGINE_TIME_SCALE: '10' })).toMatchObject({
+      costModel: 'roofline',
+      timeScale: 10,
+    });
+  });
+
+  it.each([
+    [{ preset: 'llama-9000' }, '--preset', /^--preset: must be one of none, llama-3\.3-70b-fp8-2xh100, qwen2\.5-7b-fp16-l4, got "llama-9000"/],
+    [{ costModel: 'gpu' }, '--cost-model', /^--cost-model: must be one of auto, fixed, roofline, got "gpu"/],
+    [{ costModel: 'roofline' }, '--cost-model', /^--cost-model: roofline .* needs --preset/],
+    [{ timeScale: '0' }, '--time-scale', /^--time-scale: must be a number > 0 and <= 10000, got 0/],
+    [{ timeScale: 'fast' }, '--time-scale', /^--time-scale: must be a number > 0 and <= 10000, got 'fast'/],
+  ] as const)('refuses %o, naming %s', (values, flag, message) => {
+    expect(flagsOf(() => engineOptionsFromCli(values, {}))).toEqual([flag]);
+    expect(() => engineOptionsFromCli(values, {})).toThrow(message);
+  });
+
+  it('names the variable of a bad env value, and reports every problem at once', () => {
+    expect(flagsOf(() => engineOptionsFromCli({ timeScale: '-1' }, { DYN_SIM_ENGINE_PRESET: 'x', DYN_SIM_ENGINE_COST_MODEL: 'y' }))).toEqual([
+      'DYN_SIM_ENGINE_PRESET',
+      'DYN_SIM_ENGINE_COST_MODEL',
+      '--time-scale',
+    ]);
+  });
+});

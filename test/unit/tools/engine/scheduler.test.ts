@@ -1,6 +1,8 @@
-// Scheduler behaviour under a fake clock: batching, KV accounting, preemption, idling.
+// Scheduler behaviour under a fake clock: batching, KV accounting, preemption, idling, step cost.
 import { describe, expect, it } from 'vitest';
+import { stepMs, type CostModel } from '../../../../src/tools/engine/cost-model.js';
 import { Scheduler, type FinishReason, type SchedulerConfig } from '../../../../src/tools/engine/scheduler.js';
+import { fixedStepCost, type StepCost } from '../../../../src/tools/engine/step-cost.js';
 import { FakeTimers } from '../../../support/fake-timers.js';
 
 const BASE: SchedulerConfig = {
@@ -166,5 +168,74 @@ describe('Scheduler', () => {
     expect(scheduler.stats()).toMatchObject({ running: 0, waiting: 0, usedBlocks: 0 });
     expect(timers.active).toBe(0);
     expect(waiting.out.tokens).toHaveLength(0);
+  });
+});
+
+describe('Scheduler step cost', () => {
+  // A toy GPU where KV reads matter: 1e9 bf16 parameters read at 1e12 B/s (2 ms a step), 5120 KV
+  // bytes per token, 1 ms overhead; prefill at 2e9 FLOPs per token over 1e14 FLOP/s.
+  const TOY: CostModel = {
+    model: { parameters: 1e9, layers: 10, kvHeads: 2, headDim: 64, weightBytes: 2, kvBytes: 2 },
+    gpu: { count: 1, memoryBytes: 80e9, bandwidthBytesPerS: 2e12, peakFlops: 2e14 },
+    calibration: { efficiency: 0.5, fixedOverheadMs: 1 },
+  };
+
+  function run(stepCost: StepCost | undefined, prompts: readonly number[], maxTokens: number, config: Partial<SchedulerConfig> = {}) {
+    const timers = new FakeTimers();
+    const scheduler = new Scheduler({ ...BASE, numGpuBlocks: 100_000, maxNumSeqs: 1000, maxNumBatchedTokens: 100_000, ...config }, timers, stepCost);
+    const times = prompts.map(() => [] as number[]);
+    prompts.forEach((prompt, i) =>
+      scheduler.submit({ promptIds: Array.from({ length: prompt }, (_, t) => i * 100_000 + t + 1), maxTokens }, () => times[i]!.push(timers.now)),
+    );
+    timers.advance(1_000_000);
+    return times;
+  }
+
+  /** The gap between the last two tokens of the first sequence: one decode step. */
+  const decodeStep = (times: number[][]): number => times[0]!.at(-1)! - times[0]!.at(-2)!;
+  const roofline: StepCost = (work) => stepMs(TOY, work);
+
+  it('under the cost model, a decode step grows with the batch size', () => {
+    const one = decodeStep(run(roofline, [1000], 5));
+    const many = decodeStep(run(roofline, Array<number>(64).fill(1000), 5));
+    // The last step reads the weights and each context so far: 1 + (2e9 + 1004 * 5120 bytes) / 1e12 B/s.
+    expect(one).toBeCloseTo(1 + (2e9 + 1004 * 5120) / 1e9, 6);
+    // The first submit plans a step at once, alone: it is one token ahead of the other 63.
+    expect(many).toBeCloseTo(1 + (2e9 + (1004 + 63 * 1003) * 5120) / 1e9, 6);
+    expect(many).toBeGreaterThan(one * 1.1);
+  });
+
+  it('under the cost model, a decode step grows with the context the sequence has read', () => {
+    const short = decodeStep(run(roofline, [100], 5));
+    const long = decodeStep(run(roofline, [50_000], 5));
+    expect(long - short).toBeCloseTo(((50_000 - 100) * 5120) / 1e9, 6);
+    // The same sequence slows down as its own context grows token by token.
+    const times = run(roofline, [16], 200)[0]!;
+    expect(times.at(-1)! - times.at(-2)!).toBeGreaterThan(times[2]! - times[1]!);
+  });
+
+  it('under the cost model, a step that prefills while others decode costs both', () => {
+    const timers = new FakeTimers();
+    const scheduler = new Scheduler({ ...BASE, numGpuBlocks: 100_000, maxNumBatchedTokens: 100_000 }, timers, roofline);
+    const decoder: number[] = [];
+    scheduler.submit({ promptIds: [1, 2, 3, 4], maxTokens: 10 }, () => decoder.push(timers.now));
+    timers.advance(10); // its prefill and a few decode steps of about 3 ms
+    const before = decoder.length;
+    const joinedAt = timers.now;
+    scheduler.submit({ promptIds: Array.from({ length: 5000 }, (_, i) => 1000 + i), maxTokens: 1 }, () => undefined);
+    timers.advance(1000);
+    // The decoder's next token came after a mixed step: overhead + its decode + a 5000-token prefill (50 ms).
+    const gaps = decoder.slice(before).map((t, i, all) => t - (i === 0 ? joinedAt : all[i - 1]!));
+    expect(Math.max(...gaps)).toBeGreaterThan(50);
+  });
+
+  it('under the fixed model, steps are exactly those of before: decode_step_ms at any batch and context', () => {
+    const fixed = fixedStepCost(BASE);
+    for (const prompts of [[200], Array<number>(8).fill(200), [20_000]]) {
+      expect(run(fixed, prompts, 4)).toEqual(run(undefined, prompts, 4));
+    }
+    // The first prefills alone (200 tokens at 100k/s = 2 ms); the next step decodes it and prefills
+    // the other 7 (10 + 14 ms); then one 10 ms step per token, however many run.
+    expect(run(fixed, Array<number>(8).fill(200), 3)).toEqual([[2, 26, 36], ...Array<number[]>(7).fill([26, 36, 46])]);
   });
 });
