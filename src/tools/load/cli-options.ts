@@ -44,6 +44,8 @@ export interface LoadCliValues {
   deadlineMs?: string;
   retry?: string;
   graceS?: string;
+  sloTtftMs?: string;
+  sloItlMs?: string;
   /** false: --no-stream (commander sets true when it is absent). */
   stream?: boolean;
   json?: boolean;
