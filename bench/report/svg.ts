@@ -76,3 +76,66 @@ export function barChartSvg(chart: BarChart): string {
 export function writeBarChart(path: string, chart: BarChart): void {
   writeFileSync(path, barChartSvg(chart));
 }
+
+export interface LineSeries {
+  readonly name: string;
+  /** [x, y] in order of x; NaN y leaves a gap. */
+  readonly points: readonly (readonly [number, number])[];
+}
+
+export interface LineChart {
+  readonly title: string;
+  readonly xLabel: string;
+  readonly yLabel: string;
+  readonly series: readonly LineSeries[];
+  /** A log2 x axis (offered load as multiples of capacity: 0.25 .. 8). */
+  readonly logX?: boolean;
+}
+
+/** Lines with a point marker at each value, the y axis from zero, one colour per series. */
+export function lineChartSvg(chart: LineChart): string {
+  const all = chart.series.flatMap((s) => s.points).filter(([, y]) => Number.isFinite(y));
+  const fx = (x: number): number => (chart.logX ? Math.log2(x) : x);
+  const xs = all.map(([x]) => fx(x));
+  const xMin = xs.length ? Math.min(...xs) : 0;
+  const xMax = xs.length ? Math.max(...xs) : 1;
+  const { top, step } = niceScale(Math.max(0, ...all.map(([, y]) => y)));
+  const plotW = W - M.left - M.right;
+  const plotH = H - M.top - M.bottom;
+  const px = (x: number): number => M.left + (xMax === xMin ? plotW / 2 : ((fx(x) - xMin) / (xMax - xMin)) * plotW);
+  const py = (y: number): number => M.top + plotH - (y / top) * plotH;
+  const out: string[] = [
+    `<svg xmlns="http://www.w3.org/2000/svg" width="${W}" height="${H}" viewBox="0 0 ${W} ${H}" font-family="sans-serif" font-size="12">`,
+    `<rect width="${W}" height="${H}" fill="#fff"/>`,
+    `<text x="${W / 2}" y="20" text-anchor="middle" font-size="14">${escapeXml(chart.title)}</text>`,
+    `<text transform="translate(16 ${M.top + plotH / 2}) rotate(-90)" text-anchor="middle">${escapeXml(chart.yLabel)}</text>`,
+    `<text x="${M.left + plotW / 2}" y="${H - 26}" text-anchor="middle">${escapeXml(chart.xLabel)}</text>`,
+  ];
+  for (let v = 0; v <= top + step / 2; v += step) {
+    out.push(`<line x1="${M.left}" x2="${W - M.right}" y1="${py(v)}" y2="${py(v)}" stroke="#ddd"/>`);
+    out.push(`<text x="${M.left - 6}" y="${py(v) + 4}" text-anchor="end">${Number(v.toPrecision(6))}</text>`);
+  }
+  for (const x of [...new Set(all.map(([x]) => x))].sort((a, b) => a - b)) {
+    out.push(`<text x="${px(x).toFixed(1)}" y="${H - M.bottom + 16}" text-anchor="middle">${Number(x.toPrecision(4))}</text>`);
+  }
+  chart.series.forEach((series, s) => {
+    const colour = COLOURS[s % COLOURS.length]!;
+    const segments: string[][] = [[]];
+    for (const [x, y] of series.points) {
+      if (!Number.isFinite(y)) segments.push([]);
+      else segments.at(-1)!.push(`${px(x).toFixed(1)},${py(y).toFixed(1)}`);
+    }
+    for (const segment of segments)
+      if (segment.length > 1) out.push(`<polyline fill="none" stroke="${colour}" stroke-width="2" points="${segment.join(' ')}"/>`);
+    for (const [x, y] of series.points) {
+      if (Number.isFinite(y))
+        out.push(
+          `<circle cx="${px(x).toFixed(1)}" cy="${py(y).toFixed(1)}" r="3" fill="${colour}"><title>${escapeXml(`${series.name}: ${x} -> ${y}`)}</title></circle>`,
+        );
+    }
+    const lx = M.left + s * 200;
+    out.push(`<rect x="${lx}" y="${H - 14}" width="12" height="12" fill="${colour}"/>`, `<text x="${lx + 16}" y="${H - 4}">${escapeXml(series.name)}</text>`);
+  });
+  out.push(`<line x1="${M.left}" x2="${W - M.right}" y1="${py(0)}" y2="${py(0)}" stroke="#333"/>`, '</svg>');
+  return `${out.join('\n')}\n`;
+}

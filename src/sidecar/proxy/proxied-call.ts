@@ -25,7 +25,6 @@ import { upstreamRequestHeaders, type RawHeaders } from './request-headers.js';
 import { destroyStream, guardedEnd, guardedReset, guardedRespond, guardedTrailers, guardedWrite, isWritable, type StreamFaultSink } from './stream-guard.js';
 
 const { NGHTTP2_CANCEL, NGHTTP2_FLAG_END_STREAM } = constants;
-
 const RESPOND_AWAITING_TRAILERS = Object.freeze({ waitForTrailers: true });
 const RESPOND_END_STREAM = Object.freeze({ endStream: true });
 
@@ -65,15 +64,12 @@ export class ProxiedCall implements OpenCall, DispatchTurn, StreamFaultSink, Cal
     return this.state;
   }
 
-  /** Admission: refuse an expired call, else a slot now, a place in the queue, or RESOURCE_EXHAUSTED. */
+  /** Admission: refuse an expired call, else a slot now, a place in the queue, or RESOURCE_EXHAUSTED (full, or the wait too long). */
   start(): void {
     if (this.deadlineAt !== undefined && this.deadlineAt <= this.arrivedAt) return this.answer(new CallError('deadline_exceeded', DEADLINE_BEFORE_ENGINE));
-    const { gate } = this.ctx;
-    if (!gate.hasRoom && this.ctx.queueRefusalMs) {
-      const waitMs = this.ctx.queueRefusalMs(this.deadlineAt === undefined ? undefined : this.deadlineAt - this.arrivedAt);
-      if (waitMs !== undefined) return this.reject('expected_wait', waitMs);
-    }
-    const admission = gate.acquire(this);
+    const waitMs = this.ctx.gate.hasRoom ? undefined : this.ctx.queueRefusalMs?.(this.deadlineAt === undefined ? undefined : this.deadlineAt - this.arrivedAt);
+    if (waitMs !== undefined) return this.reject('expected_wait', waitMs); // too long a wait to queue for
+    const admission = this.ctx.gate.acquire(this);
     if (admission.kind === 'rejected') return this.reject('queue_full');
     this.openCalls?.add(this);
     listenForClientGone(this.downstream);
@@ -126,11 +122,8 @@ export class ProxiedCall implements OpenCall, DispatchTurn, StreamFaultSink, Cal
     }
   }
 
-  /**
-   * The call has waited the queue timeout without a slot: refused as a full worker is (the same
-   * answer, pushback included), so the client retries here later or elsewhere. Armed only when
-   * the call's own deadline comes later, so a shorter deadline answers DEADLINE_EXCEEDED instead.
-   */
+  // Queued the queue timeout long: refused as a full worker is, pushback included, so the client retries
+  // here later or elsewhere. Armed only when the call's own deadline comes later (else DEADLINE_EXCEEDED).
   onQueueTimeout(): void {
     if (!this.actsOn('onQueueTimeout')) return;
     this.leaveQueue();
@@ -198,9 +191,8 @@ export class ProxiedCall implements OpenCall, DispatchTurn, StreamFaultSink, Cal
   onEngineData(chunk: Buffer): void {
     if (!this.actsOn('onEngineData')) return;
     if (!guardedWrite(this.downstream, chunk, this)) this.engine!.stream.pause();
-    const slot = this.slot!;
-    slot.firstToken(this.ctx.clock.now(), this.ctx.observer); // a no-op after the first chunk
-    slot.tap?.response(chunk);
+    this.slot!.firstToken(this.ctx.clock.now(), this.ctx.observer); // a no-op after the first chunk
+    this.slot!.tap?.response(chunk);
   }
 
   onEngineTrailers(trailers: IncomingHttpHeaders): void {

@@ -1,7 +1,7 @@
 // The benchmark's bar charts: well-formed SVG, bars to scale from zero, gaps for missing values,
 // and every label escaped.
 import { describe, expect, it } from 'vitest';
-import { barChartSvg } from '../../../../bench/report/svg.js';
+import { barChartSvg, lineChartSvg } from '../../../../bench/report/svg.js';
 
 const heights = (svg: string): number[] =>
   [...svg.matchAll(/<rect x="[^"]+" y="[^"]+" width="[^"]+" height="([^"]+)" fill="[^"]+"><title>/g)].map((m) => Number(m[1]));
@@ -43,5 +43,59 @@ describe('barChartSvg', () => {
     const svg = barChartSvg({ title: 't', yLabel: 'ms', series: ['a'], groups: [] });
     expect(svg).not.toContain('NaN');
     expect(svg).not.toContain('Infinity');
+  });
+});
+
+describe('lineChartSvg', () => {
+  const points = (svg: string): [number, number][] => [...svg.matchAll(/<circle cx="([^"]+)" cy="([^"]+)"/g)].map((m) => [Number(m[1]), Number(m[2])]);
+
+  it('draws one marker per finite point, higher values higher, and breaks the line at a gap', () => {
+    const svg = lineChartSvg({
+      title: 't',
+      xLabel: 'x',
+      yLabel: 'y',
+      series: [
+        {
+          name: 'a',
+          points: [
+            [1, 10],
+            [2, NaN],
+            [4, 20],
+            [8, 5],
+          ],
+        },
+      ],
+      logX: true,
+    });
+    const marks = points(svg);
+    expect(marks).toHaveLength(3);
+    expect(marks[1]![1]).toBeLessThan(marks[0]![1]); // 20 sits above 10 (smaller y on screen)
+    expect(marks[2]![1]).toBeGreaterThan(marks[0]![1]);
+    expect(svg.match(/<polyline/g)).toHaveLength(1); // [1] alone, then [4, 8]
+  });
+
+  it('spaces a log2 axis evenly by doublings', () => {
+    const svg = lineChartSvg({
+      title: 't',
+      xLabel: 'x',
+      yLabel: 'y',
+      series: [
+        {
+          name: 'a',
+          points: [
+            [1, 1],
+            [2, 1],
+            [4, 1],
+          ],
+        },
+      ],
+      logX: true,
+    });
+    const [a, b, c] = points(svg).map(([x]) => x);
+    expect(b! - a!).toBeCloseTo(c! - b!, 6);
+  });
+
+  it('escapes series names', () => {
+    expect(lineChartSvg({ title: 't', xLabel: 'x', yLabel: 'y', series: [{ name: '<b>', points: [[1, 1]] }] })).not.toContain('<b>');
   });
 });

@@ -1,0 +1,275 @@
+/**
+ * The sweep that judges admission control: goodput under overload at a bounded TTFT. Real
+ * processes (two simulated engines with a GPU cost model, a sidecar in front of each, the
+ * frontend routing to both), open-loop Poisson arrivals from the load client over the OpenAI
+ * API, offered load from 0.25x to 8x the capacity C, for each configuration:
+ *   unprotected  no engine request limit, no busy thresholds;
+ *   dynamo       Dynamo as documented: static N and Q, the frontend's decode-blocks threshold;
+ *   best         this project's best: N and Q with the first-token limit, refusal by expected
+ *                wait and the adaptive pushback.
+ * C is the highest rate the unprotected system serves within the SLO (goodput >= 95% of the
+ * offered rate), found first by a ladder of rates unless --capacity gives it.
+ *
+ *   npm run bench:overload [-- --capacity C] [--multiples 0.25,0.5,0.8,1,2,4,8] [--point-s 20]
+ *       [--repeats 3] [--configs unprotected,dynamo,best] [--slo-ttft-ms 500] [--slo-itl-ms 50]
+ *       [--seed 1] [--out DIR]
+ *
+ * Prints a progress bar, then one Markdown table (median [min..max] over repeats per point and
+ * configuration: goodput, p50/p99 TTFT and ITL of admitted requests, 529 share, time to 529),
+ * writes it with the JSON of every run into DIR (default bench/results/overload), and draws
+ * goodput and p99 TTFT against offered load, one line per configuration (SVG).
+ */
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { parseArgs } from 'node:util';
+import { runLoad } from '../src/tools/load/run.js';
+import type { LoadSummary } from '../src/tools/load/stats.js';
+import { REPO_ROOT, SIDECAR_MAIN } from './lib/paths.js';
+import { spawnProcess, stopAll } from './lib/spawn.js';
+import { spread, type Spread } from './lib/stats.js';
+import { lineChartSvg } from './report/svg.js';
+import { formatSpread, renderTable } from './report/table.js';
+
+const HELP = `usage: npm run bench:overload -- [options]
+  --capacity C          capacity in requests/s (default: measured on the unprotected system first)
+  --multiples LIST      offered load as multiples of C (default 0.25,0.5,0.8,1,2,4,8)
+  --point-s S           seconds of load per point (default 20)
+  --repeats K           runs per point and configuration, interleaved (default 3)
+  --configs LIST        unprotected,dynamo,best (default all)
+  --slo-ttft-ms MS      SLO: time to first token (default 500)
+  --slo-itl-ms MS       SLO: mean inter-token latency (default 50)
+  --seed N              seed of the first run; each run adds its index (default 1)
+  --out DIR             where the table, JSON and plots go (default bench/results/overload)`;
+
+const CONFIGS = {
+  unprotected: { sidecar: [] as string[], env: {} as Record<string, string>, frontend: [] as string[] },
+  dynamo: { sidecar: ['--engine-request-limit', '8'], env: { DYN_DYNAMO_REQUEST_QUEUE_LIMIT: '4' }, frontend: ['--active-decode-blocks-threshold', '0.5'] },
+  best: {
+    sidecar: ['--engine-request-limit', '8', '--first-token-limit', '2', '--max-queue-wait-ms', '200', '--retry-pushback-mode', 'adaptive'],
+    env: { DYN_DYNAMO_REQUEST_QUEUE_LIMIT: '4' },
+    frontend: [],
+  },
+} as const;
+type ConfigName = keyof typeof CONFIGS;
+
+/** The workers' engines: the demo's model x GPU with the demo's small KV, so 2 workers saturate on 2 cores. */
+const ENGINE_ARGS = ['engine', '--preset', 'llama-3.3-70b-fp8-2xh100', '--num-gpu-blocks', '128', '--host', '127.0.0.1', '--port', '0', '--metrics-port', '0'];
+const PROMPT_TOKENS = 128;
+const OUTPUT_TOKENS = 64;
+
+const { values } = parseArgs({
+  options: {
+    capacity: { type: 'string' },
+    multiples: { type: 'string', default: '0.25,0.5,0.8,1,2,4,8' },
+    'point-s': { type: 'string', default: '20' },
+    repeats: { type: 'string', default: '3' },
+    configs: { type: 'string', default: 'unprotected,dynamo,best' },
+    'slo-ttft-ms': { type: 'string', default: '500' },
+    'slo-itl-ms': { type: 'string', default: '50' },
+    seed: { type: 'string', default: '1' },
+    out: { type: 'string', default: 'bench/results/overload' },
+    help: { type: 'boolean', default: false },
+  },
+});
+if (values.help) {
+  console.log(HELP);
+  process.exit(0);
+}
+const multiples = values.multiples.split(',').map(Number);
+const configs = values.configs.split(',') as ConfigName[];
+const pointS = Number(values['point-s']);
+const repeats = Number(values.repeats);
+const slo = { sloTtftMs: Number(values['slo-ttft-ms']), sloItlMs: Number(values['slo-itl-ms']) };
+const seed = Number(values.seed);
+const problems = [
+  ...(multiples.every((m) => m > 0) ? [] : ['--multiples must be positive numbers']),
+  ...(configs.every((c) => c in CONFIGS) ? [] : [`--configs must be among ${Object.keys(CONFIGS).join(', ')}`]),
+  ...(pointS >= 1 ? [] : ['--point-s must be >= 1']),
+  ...(Number.isInteger(repeats) && repeats >= 1 ? [] : ['--repeats must be an integer >= 1']),
+  ...(slo.sloTtftMs > 0 && slo.sloItlMs > 0 ? [] : ['--slo-ttft-ms and --slo-itl-ms must be > 0']),
+  ...(values.capacity === undefined || Number(values.capacity) > 0 ? [] : ['--capacity must be > 0']),
+];
+if (problems.length > 0) {
+  console.error(`${problems.join('\n')}\n${HELP}`);
+  process.exit(2);
+}
+
+interface System {
+  readonly url: string;
+  stop(): Promise<void>;
+}
+
+/** Two engines, a sidecar in front of each, the frontend over both: the demo's topology, as separate processes. */
+async function startSystem(config: ConfigName): Promise<System> {
+  const { sidecar: sidecarArgs, env, frontend: frontendArgs } = CONFIGS[config];
+  const workers: string[] = [];
+  for (let i = 0; i < 2; i++) {
+    const engine = spawnProcess(`engine-${i}`, process.execPath, [SIDECAR_MAIN, ...ENGINE_ARGS, '--seed', String(i)], { cwd: REPO_ROOT });
+    const ready = await engine.waitFor(/grpc=(\S+) metrics=(\S+)/, 15_000);
+    const sidecar = spawnProcess(`sidecar-${i}`, process.execPath, [SIDECAR_MAIN, '--upstream', ready[1]!, '--engine-metrics-url', ready[2]!, ...sidecarArgs], {
+      cwd: REPO_ROOT,
+      env: { ...process.env, DYN_SIDECAR_LISTEN: '127.0.0.1:0', DYN_SYSTEM_HOST: '127.0.0.1', DYN_SYSTEM_PORT: '0', DYN_LOG_LEVEL: 'error', ...env },
+    });
+    workers.push(`127.0.0.1:${(await sidecar.waitFor(/listening on \S+:(\d+),/, 15_000))[1]}`);
+  }
+  const frontend = spawnProcess(
+    'frontend',
+    process.execPath,
+    [SIDECAR_MAIN, 'frontend', ...workers.flatMap((w) => ['--worker', w]), '--http-host', '127.0.0.1', '--http-port', '0', ...frontendArgs],
+    {
+      cwd: REPO_ROOT,
+      env: { ...process.env, DYN_LOG_LEVEL: 'error' },
+    },
+  );
+  const url = (await frontend.waitFor(/listening on (http:\/\/\S+),/, 15_000))[1]!;
+  for (
+    let i = 0;
+    i < 100 &&
+    (await fetch(`${url}/ready`).then(
+      (r) => r.status,
+      () => 0,
+    )) !== 200;
+    i++
+  )
+    await new Promise((r) => setTimeout(r, 100));
+  return { url, stop: () => stopAll() };
+}
+
+let runsDone = 0;
+let runsTotal = 0;
+function progress(what: string): void {
+  const width = 30;
+  const filled = runsTotal === 0 ? 0 : Math.round((runsDone / runsTotal) * width);
+  process.stderr.write(`\r[${'#'.repeat(filled)}${'-'.repeat(width - filled)}] ${runsDone}/${runsTotal} ${what}`.padEnd(110));
+}
+
+async function point(config: ConfigName, rate: number, runSeed: number): Promise<LoadSummary> {
+  const system = await startSystem(config);
+  try {
+    return await runLoad({
+      openai: system.url,
+      rate,
+      arrival: 'poisson',
+      durationS: pointS,
+      promptTokens: { min: PROMPT_TOKENS, max: PROMPT_TOKENS },
+      maxTokens: { min: OUTPUT_TOKENS, max: OUTPUT_TOKENS },
+      seed: runSeed,
+      graceS: 30,
+      ...slo,
+    });
+  } finally {
+    await system.stop();
+  }
+}
+
+/** The highest rate of a ladder the unprotected system serves within the SLO (goodput >= 95% of it). */
+async function measureCapacity(): Promise<number> {
+  let best = 0;
+  const ladder = [2, 4, 6, 8, 10, 12, 14, 16, 20, 24, 32];
+  runsTotal = ladder.length;
+  for (const rate of ladder) {
+    progress(`capacity: unprotected at ${rate}/s`);
+    const s = await point('unprotected', rate, seed);
+    runsDone++;
+    if ((s.slo?.goodput_per_s ?? 0) < 0.95 * rate) break;
+    best = rate;
+  }
+  if (best === 0) throw new Error('the unprotected system meets the SLO at no rate of the ladder: loosen --slo-ttft-ms / --slo-itl-ms');
+  return best;
+}
+
+const capacity = values.capacity === undefined ? await measureCapacity() : Number(values.capacity);
+runsDone = 0;
+runsTotal = multiples.length * configs.length * repeats;
+const runs: { config: ConfigName; multiple: number; rate: number; repeat: number; summary: LoadSummary }[] = [];
+try {
+  // Interleaved: every configuration of a point, then the next repeat, so drift hits all alike.
+  for (const multiple of multiples) {
+    for (let repeat = 0; repeat < repeats; repeat++) {
+      for (const config of configs) {
+        const rate = multiple * capacity;
+        progress(`${config} at ${multiple}x C (${rate.toFixed(1)}/s), run ${repeat + 1}/${repeats}`);
+        runs.push({ config, multiple, rate, repeat, summary: await point(config, rate, seed + runsDone) });
+        runsDone++;
+      }
+    }
+  }
+} finally {
+  await stopAll();
+  process.stderr.write('\n');
+}
+
+const figure = (s: LoadSummary) => {
+  const answered = s.completed + s.rejected;
+  return {
+    goodput: s.slo?.goodput_per_s ?? NaN,
+    ttftP50: s.ttft_ms.p50 ?? NaN,
+    ttftP99: s.ttft_ms.p99 ?? NaN,
+    itlP50: s.itl_ms.p50 ?? NaN,
+    itlP99: s.itl_ms.p99 ?? NaN,
+    share529: answered === 0 ? NaN : (100 * s.rejected) / answered,
+    rejectP50: s.time_to_reject_ms.p50 ?? NaN,
+    rejectP99: s.time_to_reject_ms.p99 ?? NaN,
+  };
+};
+type Figure = ReturnType<typeof figure>;
+const over = (config: ConfigName, multiple: number, pick: (f: Figure) => number): Spread =>
+  spread(runs.filter((r) => r.config === config && r.multiple === multiple).map((r) => pick(figure(r.summary))));
+
+const header = ['offered', 'config', 'goodput req/s', 'TTFT p50 ms', 'TTFT p99 ms', 'ITL p50 ms', 'ITL p99 ms', '529 %', 'time to 529 p50 ms', 'p99 ms'];
+const body = multiples.flatMap((m) =>
+  configs.map((c) => [
+    `${m}x (${(m * capacity).toFixed(1)}/s)`,
+    c,
+    formatSpread(
+      over(c, m, (f) => f.goodput),
+      2,
+    ),
+    formatSpread(over(c, m, (f) => f.ttftP50)),
+    formatSpread(over(c, m, (f) => f.ttftP99)),
+    formatSpread(
+      over(c, m, (f) => f.itlP50),
+      1,
+    ),
+    formatSpread(
+      over(c, m, (f) => f.itlP99),
+      1,
+    ),
+    formatSpread(
+      over(c, m, (f) => f.share529),
+      1,
+    ),
+    formatSpread(
+      over(c, m, (f) => f.rejectP50),
+      1,
+    ),
+    formatSpread(
+      over(c, m, (f) => f.rejectP99),
+      1,
+    ),
+  ]),
+);
+const markdown = [`| ${header.join(' | ')} |`, `|${header.map(() => '---').join('|')}|`, ...body.map((row) => `| ${row.join(' | ')} |`)].join('\n');
+const title = `C = ${capacity} req/s (unprotected, SLO TTFT <= ${slo.sloTtftMs} ms and mean ITL <= ${slo.sloItlMs} ms); ${repeats} runs of ${pointS} s per point; prompts ${PROMPT_TOKENS}, outputs ${OUTPUT_TOKENS} tokens`;
+console.log(`${title}\n\n${renderTable(header, body)}`);
+
+const out = resolve(values.out);
+mkdirSync(out, { recursive: true });
+writeFileSync(join(out, 'overload.md'), `${title}\n\n${markdown}\n`);
+writeFileSync(join(out, 'overload.json'), `${JSON.stringify({ schema: 'dynamo-sidecar-overload/1', capacity, slo, pointS, repeats, runs }, null, 2)}\n`);
+const lines = (pick: (f: Figure) => number) => configs.map((c) => ({ name: c, points: multiples.map((m) => [m, over(c, m, pick).median] as const) }));
+writeFileSync(
+  join(out, 'goodput.svg'),
+  lineChartSvg({
+    title: `Goodput under overload (${title.split(';')[0]})`,
+    xLabel: 'offered load (x C)',
+    yLabel: 'goodput (req/s within the SLO)',
+    series: lines((f) => f.goodput),
+    logX: true,
+  }),
+);
+writeFileSync(
+  join(out, 'ttft-p99.svg'),
+  lineChartSvg({ title: 'p99 TTFT of admitted requests', xLabel: 'offered load (x C)', yLabel: 'TTFT p99 (ms)', series: lines((f) => f.ttftP99), logX: true }),
+);
+console.log(`\nwritten: ${join(out, 'overload.md')}, overload.json, goodput.svg, ttft-p99.svg`);
