@@ -122,7 +122,14 @@ export async function startFrontend(config: FrontendConfig, deps: FrontendDeps):
 
   const admin =
     config.adminApi && config.adminAddress
-      ? buildAdminApp({ router, thresholds, logger, bodyLimitBytes: config.maxBodyBytes, tls: httpTls && ServerTls.load(httpTls, 'admin', tlsDeps!) })
+      ? buildAdminApp({
+          router,
+          thresholds,
+          logger,
+          bodyLimitBytes: config.maxBodyBytes,
+          overloadStatus: config.overloadStatus,
+          tls: httpTls && ServerTls.load(httpTls, 'admin', tlsDeps!),
+        })
       : undefined;
 
   workerTls?.start();

@@ -21,6 +21,8 @@ import type { WorkerClients } from '../generate/worker-clients.js';
 import type { Router, ThresholdApi } from '../routing/contracts.js';
 import type { PromptTokenizer } from '../text/prompt-tokenizer.js';
 import { busyThresholdRoutes } from './busy-threshold-routes.js';
+import type { ErrorAnswerOptions } from './error-table.js';
+import { answerRootErrors, frameworkErrorOptions } from './framework-errors.js';
 import { healthRoutes, type Readiness } from './health-routes.js';
 import { openAiRoutes } from './openai-routes.js';
 
@@ -69,7 +71,7 @@ const SYSTEM_CLOCK: FrontendClock = { now: () => Date.now(), monotonic: () => pe
 export function buildFrontendApp(deps: FrontendAppDeps): FastifyInstance {
   const { options, logger } = deps;
   const clock = deps.clock ?? SYSTEM_CLOCK;
-  const app = newFastify(options.bodyLimitBytes, deps.tls);
+  const app = newFastify({ bodyLimitBytes: options.bodyLimitBytes, errors: { overloadStatus: options.overloadStatus }, logger, tls: deps.tls });
   void app.register(fastifySSE, { heartbeatInterval: options.sseHeartbeatMs ?? 15_000 });
 
   void app.register(openAiRoutes, {
@@ -90,19 +92,31 @@ export function buildFrontendApp(deps: FrontendAppDeps): FastifyInstance {
 }
 
 /** The admin API alone, for --admin-address (its own port, e.g. loopback only). */
-export function buildAdminApp(deps: Pick<FrontendAppDeps, 'router' | 'thresholds' | 'logger' | 'tls'> & { readonly bodyLimitBytes: number }): FastifyInstance {
-  const app = newFastify(deps.bodyLimitBytes, deps.tls);
+export function buildAdminApp(
+  deps: Pick<FrontendAppDeps, 'router' | 'thresholds' | 'logger' | 'tls'> & Pick<FrontendAppOptions, 'bodyLimitBytes' | 'overloadStatus'>,
+): FastifyInstance {
+  const app = newFastify({ bodyLimitBytes: deps.bodyLimitBytes, errors: { overloadStatus: deps.overloadStatus }, logger: deps.logger, tls: deps.tls });
   void app.register(busyThresholdRoutes, { router: deps.router, thresholds: deps.thresholds, logger: deps.logger });
   return app;
 }
 
+interface ServerSettings {
+  readonly bodyLimitBytes: number;
+  /** How Fastify's and node's own errors are answered (framework-errors.ts). */
+  readonly errors: ErrorAnswerOptions;
+  readonly logger: Logger;
+  readonly tls: ServerTls | undefined;
+}
+
 /** JSON bodies only (text/plain gets 415 like any other type); ajv does not coerce types. HTTPS (HTTP/1.1) with `tls`. */
-function newFastify(bodyLimitBytes: number, tls: ServerTls | undefined): FastifyInstance {
+function newFastify(settings: ServerSettings): FastifyInstance {
+  const { tls } = settings;
   const app = Fastify({
     logger: false,
-    bodyLimit: bodyLimitBytes,
+    bodyLimit: settings.bodyLimitBytes,
     ajv: { customOptions: { coerceTypes: false, removeAdditional: false } },
     https: tls?.serverOptions ?? null,
+    ...frameworkErrorOptions(settings.errors),
   });
   if (tls && app.server instanceof HttpsServer) {
     tls.serve(app.server);
@@ -112,8 +126,6 @@ function newFastify(bodyLimitBytes: number, tls: ServerTls | undefined): Fastify
     });
   }
   app.removeContentTypeParser('text/plain');
-  app.setNotFoundHandler((request, reply) =>
-    reply.code(404).send({ message: `Route ${request.method} ${request.url.split('?')[0]} not found`, type: 'Not Found', code: 404 }),
-  );
+  answerRootErrors(app, settings.errors, settings.logger);
   return app;
 }
