@@ -25,6 +25,7 @@ import type { ErrorAnswerOptions } from './error-table.js';
 import { answerRootErrors, frameworkErrorOptions } from './framework-errors.js';
 import { healthRoutes, type Readiness } from './health-routes.js';
 import { openAiRoutes } from './openai-routes.js';
+import { capConnections, droppedConnectionsCounter, serverTimeouts, type HttpLimits } from './server-limits.js';
 
 export interface FrontendAppOptions {
   /** Status of overload answers: 529, or DYN_HTTP_OVERLOAD_STATUS_CODE. Also the body's `code`. */
@@ -35,6 +36,8 @@ export interface FrontendAppOptions {
   readonly adminApi: boolean;
   /** Largest request body, bytes; larger gets 413. */
   readonly bodyLimitBytes: number;
+  /** Timeouts for receiving a request and the connection cap of the listener. */
+  readonly limits: HttpLimits;
   /** For GET /ready: 200 when ready, else 503 with the reason. Called per request. */
   ready(): Readiness;
   /** SSE comment heartbeat while a stream is idle, ms; 0 turns it off. Default 15000. */
@@ -71,7 +74,8 @@ const SYSTEM_CLOCK: FrontendClock = { now: () => Date.now(), monotonic: () => pe
 export function buildFrontendApp(deps: FrontendAppDeps): FastifyInstance {
   const { options, logger } = deps;
   const clock = deps.clock ?? SYSTEM_CLOCK;
-  const app = newFastify({ bodyLimitBytes: options.bodyLimitBytes, errors: { overloadStatus: options.overloadStatus }, logger, tls: deps.tls });
+  const app = newFastify({ ...options, errors: { overloadStatus: options.overloadStatus }, logger, tls: deps.tls });
+  capConnections(app.server, options.limits, droppedConnectionsCounter(deps.registry));
   void app.register(fastifySSE, { heartbeatInterval: options.sseHeartbeatMs ?? 15_000 });
 
   void app.register(openAiRoutes, {
@@ -93,31 +97,37 @@ export function buildFrontendApp(deps: FrontendAppDeps): FastifyInstance {
 
 /** The admin API alone, for --admin-address (its own port, e.g. loopback only). */
 export function buildAdminApp(
-  deps: Pick<FrontendAppDeps, 'router' | 'thresholds' | 'logger' | 'tls'> & Pick<FrontendAppOptions, 'bodyLimitBytes' | 'overloadStatus'>,
+  deps: Pick<FrontendAppDeps, 'router' | 'thresholds' | 'logger' | 'tls'> & Pick<FrontendAppOptions, 'bodyLimitBytes' | 'overloadStatus' | 'limits'>,
 ): FastifyInstance {
-  const app = newFastify({ bodyLimitBytes: deps.bodyLimitBytes, errors: { overloadStatus: deps.overloadStatus }, logger: deps.logger, tls: deps.tls });
+  const app = newFastify({ ...deps, errors: { overloadStatus: deps.overloadStatus } });
+  capConnections(app.server, deps.limits);
   void app.register(busyThresholdRoutes, { router: deps.router, thresholds: deps.thresholds, logger: deps.logger });
   return app;
 }
 
 interface ServerSettings {
   readonly bodyLimitBytes: number;
+  readonly limits: HttpLimits;
   /** How Fastify's and node's own errors are answered (framework-errors.ts). */
   readonly errors: ErrorAnswerOptions;
   readonly logger: Logger;
-  readonly tls: ServerTls | undefined;
+  readonly tls?: ServerTls | undefined;
 }
 
 /** JSON bodies only (text/plain gets 415 like any other type); ajv does not coerce types. HTTPS (HTTP/1.1) with `tls`. */
 function newFastify(settings: ServerSettings): FastifyInstance {
   const { tls } = settings;
-  const app = Fastify({
+  const timeouts = serverTimeouts(settings.limits);
+  const common = {
     logger: false,
     bodyLimit: settings.bodyLimitBytes,
     ajv: { customOptions: { coerceTypes: false, removeAdditional: false } },
-    https: tls?.serverOptions ?? null,
+    // Fastify sets the server's requestTimeout from its own option (0 unless given), after creating it.
+    requestTimeout: timeouts.requestTimeout,
     ...frameworkErrorOptions(settings.errors),
-  });
+  };
+  // The timeouts go to node's createServer too: connectionsCheckingInterval is read only there.
+  const app: FastifyInstance = tls ? Fastify({ ...common, https: { ...tls.serverOptions, ...timeouts } }) : Fastify({ ...common, http: timeouts });
   if (tls && app.server instanceof HttpsServer) {
     tls.serve(app.server);
     app.addHook('onClose', (_instance, done) => {

@@ -101,7 +101,14 @@ describe('buildFrontendApp', () => {
 describe('buildAdminApp', () => {
   it('serves /busy_threshold and nothing else', async () => {
     const router = new FakeRouter();
-    const app = buildAdminApp({ router, thresholds: new FakeThresholds(), logger: silentLogger, bodyLimitBytes: 1024, overloadStatus: 529 });
+    const app = buildAdminApp({
+      router,
+      thresholds: new FakeThresholds(),
+      logger: silentLogger,
+      bodyLimitBytes: 1024,
+      overloadStatus: 529,
+      limits: TEST_OPTIONS.limits,
+    });
     apps.push(app);
     expect((await app.inject({ method: 'GET', url: '/busy_threshold' })).statusCode).toBe(200);
     for (const url of ['/v1/models', '/live', '/metrics']) expect((await app.inject({ method: 'GET', url })).statusCode, url).toBe(404);
