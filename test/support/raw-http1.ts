@@ -31,7 +31,9 @@ export function jsonRequest(method: string, path: string, body: unknown, headers
 }
 
 export class RawHttp1 {
+  /** Not yet taken by response(). */
   private received = Buffer.alloc(0);
+  private readonly transcript: Buffer[] = [];
   private isClosed = false;
   private readonly waiters: (() => void)[] = [];
   private readonly closedAt: Promise<void>;
@@ -39,6 +41,7 @@ export class RawHttp1 {
   private constructor(readonly socket: Socket) {
     socket.on('data', (chunk: Buffer) => {
       this.received = Buffer.concat([this.received, chunk]);
+      this.transcript.push(chunk);
       this.wake();
     });
     // A reset after the server's answer is how node ends a refused connection: the bytes before it count.
@@ -74,8 +77,12 @@ export class RawHttp1 {
     return this.isClosed;
   }
 
-  /** Everything received so far, as text. */
+  /** Everything received so far (responses taken included), as text. */
   get text(): string {
+    return Buffer.concat(this.transcript).toString('latin1');
+  }
+
+  private get pending(): string {
     return this.received.toString('latin1');
   }
 
@@ -103,8 +110,8 @@ export class RawHttp1 {
         this.received = this.received.subarray(parsed.length);
         return parsed.response;
       }
-      if (this.isClosed) throw new Error(`connection closed before a complete response; received ${JSON.stringify(this.text.slice(0, 500))}`);
-      if (Date.now() >= deadline) throw new Error(`no complete response within ${timeoutMs} ms; received ${JSON.stringify(this.text.slice(0, 500))}`);
+      if (this.isClosed) throw new Error(`connection closed before a complete response; received ${JSON.stringify(this.pending.slice(0, 500))}`);
+      if (Date.now() >= deadline) throw new Error(`no complete response within ${timeoutMs} ms; received ${JSON.stringify(this.pending.slice(0, 500))}`);
       await this.nextEvent(deadline - Date.now());
     }
   }
