@@ -45,6 +45,12 @@ export interface FrontendConfig {
   readonly requestTimeoutMs: number | undefined;
   /** On shutdown, requests in progress get this long before their connections are closed. */
   readonly shutdownGraceMs: number;
+  /** Time to receive a whole request (node's requestTimeout); 0: none. */
+  readonly httpReceiveTimeoutMs: number;
+  /** Time to receive a request's headers (node's headersTimeout), at most httpReceiveTimeoutMs; 0: none. */
+  readonly httpHeadersTimeoutMs: number;
+  /** Client connections per HTTP listener; 0: no cap. */
+  readonly httpMaxConnections: number;
   readonly logLevel: LogLevel;
   readonly tls: FrontendTlsConfig;
   /** Accepted-but-ignored settings and fallbacks, to log at startup. */
@@ -101,6 +107,8 @@ export function parseFrontendConfig(flags: FrontendRawFlags, env: Env): Frontend
     // 0 = none, as unset.
     requestTimeoutMs: read.integer('requestTimeoutMs', 0, 86_400_000) || undefined,
     shutdownGraceMs: read.integer('shutdownGraceMs', 0, 3_600_000),
+    ...httpTimeouts(read),
+    httpMaxConnections: read.integer('httpMaxConnections', 0, 1_000_000),
     logLevel: read.choice('logLevel', LOG_LEVELS),
     tls: Object.freeze({
       http: readServerTls(read, { cert: 'tlsCert', key: 'tlsKey', clientCa: 'tlsClientCa' }),
@@ -126,6 +134,23 @@ function threshold(read: Reader, key: FrontendOptionKey, kind: 'fraction' | 'int
   const expected = { fraction: 'a number in 0..1', integer: 'an integer >= 0', 'non-negative': 'a number >= 0' }[kind];
   read.report(found.source, `must be ${expected} or "None", got "${found.value}"`);
   return null;
+}
+
+/**
+ * node refuses a headers timeout longer than the request's (http.createServer throws): one given
+ * so is reported naming its flag; the default one shrinks to a shorter receive timeout, as node's
+ * own default does.
+ */
+function httpTimeouts(read: Reader): Pick<FrontendConfig, 'httpReceiveTimeoutMs' | 'httpHeadersTimeoutMs'> {
+  const receive = read.integer('httpReceiveTimeoutMs', 0, 3_600_000);
+  const headers = read.integer('httpHeadersTimeoutMs', 0, 3_600_000);
+  if (receive === 0 || headers <= receive) return { httpReceiveTimeoutMs: receive, httpHeadersTimeoutMs: headers };
+  const given = read.raw('httpHeadersTimeoutMs');
+  // A value refused as such has been reported already, and reads as the default.
+  if (given && String(headers) === given.value.trim()) {
+    read.report(given.source, `must be at most ${read.names('httpReceiveTimeoutMs')} (${receive}), got "${given.value}"`);
+  }
+  return { httpReceiveTimeoutMs: receive, httpHeadersTimeoutMs: receive };
 }
 
 /** Dynamo's rule: 200-999 accepted; 1xx, unparseable or out of range -> 529, with a warning. */

@@ -102,6 +102,7 @@ export async function startFrontend(config: FrontendConfig, deps: FrontendDeps):
   }, config.loadHeartbeatMs);
   sweep.unref();
 
+  const limits = { receiveTimeoutMs: config.httpReceiveTimeoutMs, headersTimeoutMs: config.httpHeadersTimeoutMs, maxConnections: config.httpMaxConnections };
   const workers = new GrpcWorkerClients(config.requestTimeoutMs === undefined ? { credentials } : { requestDeadlineMs: config.requestTimeoutMs, credentials });
   const app = buildFrontendApp({
     router,
@@ -116,13 +117,22 @@ export async function startFrontend(config: FrontendConfig, deps: FrontendDeps):
       retryAfterS: config.retryAfterS,
       adminApi: config.adminApi && config.adminAddress === undefined,
       bodyLimitBytes: config.maxBodyBytes,
+      limits,
       ready: () => (router.ready() ? { ready: true } : { ready: false, reason: pool.size === 0 ? 'no worker known yet' : 'no worker reachable' }),
     },
   });
 
   const admin =
     config.adminApi && config.adminAddress
-      ? buildAdminApp({ router, thresholds, logger, bodyLimitBytes: config.maxBodyBytes, tls: httpTls && ServerTls.load(httpTls, 'admin', tlsDeps!) })
+      ? buildAdminApp({
+          router,
+          thresholds,
+          logger,
+          bodyLimitBytes: config.maxBodyBytes,
+          overloadStatus: config.overloadStatus,
+          limits,
+          tls: httpTls && ServerTls.load(httpTls, 'admin', tlsDeps!),
+        })
       : undefined;
 
   workerTls?.start();

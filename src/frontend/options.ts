@@ -127,6 +127,25 @@ export const FRONTEND_OPTIONS = {
     default: 10_000,
     help: 'on SIGTERM, how long requests in progress (streams included) may run before their connections are closed (which cancels their worker calls)',
   },
+  // What one client may hold of the HTTP listeners (http/server-limits.ts); both timeouts answer 408 and close the connection.
+  httpReceiveTimeoutMs: {
+    flag: '--http-receive-timeout-ms <ms>',
+    env: 'DYN_HTTP_RECEIVE_TIMEOUT_MS',
+    default: 60_000,
+    help: 'time a client has to send a whole request, headers and body; past it 408 and the connection is closed. Answers (streams too) are not limited; 0 = none',
+  },
+  httpHeadersTimeoutMs: {
+    flag: '--http-headers-timeout-ms <ms>',
+    env: 'DYN_HTTP_HEADERS_TIMEOUT_MS',
+    default: 10_000,
+    help: "time a client has to send a request's headers (a new connection: its first byte too); past it 408 and the connection is closed; at most --http-receive-timeout-ms (left unset, it shrinks to a shorter one); 0 = none",
+  },
+  httpMaxConnections: {
+    flag: '--http-max-connections <n>',
+    env: 'DYN_HTTP_MAX_CONNECTIONS',
+    default: 10_000,
+    help: 'most client connections open at once on each HTTP listener (SSE streams hold one each); further ones are closed unanswered and counted; 0 = no cap',
+  },
   logLevel: { flag: '--log-level <level>', env: 'DYN_LOG_LEVEL', default: 'info', help: 'debug | info | warn | error (JSON lines on stderr)' },
   // TLS (docs/operations/tls.md): every listener and client is plaintext unless given its files.
   tlsCert: {

@@ -19,6 +19,7 @@ import type {
   Thresholds,
 } from '../../src/frontend/routing/contracts.js';
 import { buildFrontendApp, type FrontendAppDeps, type FrontendAppOptions } from '../../src/frontend/http/app.js';
+import { FRONTEND_OPTIONS } from '../../src/frontend/options.js';
 import { createDefaultTokenizer } from '../../src/frontend/text/default-tokenizer.js';
 import type { PromptTokenizer } from '../../src/frontend/text/prompt-tokenizer.js';
 import { silentLogger } from '../../src/platform/log.js';
@@ -206,12 +207,17 @@ export const TEST_OPTIONS: FrontendAppOptions = {
   retryAfterS: 1,
   adminApi: true,
   bodyLimitBytes: 64 * 1024,
+  limits: {
+    receiveTimeoutMs: FRONTEND_OPTIONS.httpReceiveTimeoutMs.default,
+    headersTimeoutMs: FRONTEND_OPTIONS.httpHeadersTimeoutMs.default,
+    maxConnections: FRONTEND_OPTIONS.httpMaxConnections.default,
+  },
   ready: () => ({ ready: true }),
 };
 
 export function testApp(
   overrides: { options?: Partial<FrontendAppOptions>; tokenizer?: PromptTokenizer; workers?: WorkerClients } & Partial<
-    Pick<FrontendAppDeps, 'clock' | 'newRequestId'>
+    Pick<FrontendAppDeps, 'clock' | 'newRequestId' | 'tls'>
   > = {},
 ): TestApp {
   const router = new FakeRouter();
@@ -229,6 +235,7 @@ export function testApp(
     options: { ...TEST_OPTIONS, ...overrides.options },
     clock: overrides.clock ?? { now: () => 1_700_000_000_000, monotonic: () => performance.now() },
     newRequestId: overrides.newRequestId ?? (() => `req${++seq}`),
+    tls: overrides.tls,
   });
   return { app, router, thresholds, workers, registry };
 }

@@ -11,6 +11,12 @@ export type FrontendErrorCode =
   | 'bad_request'
   | 'unsupported_media_type'
   | 'payload_too_large'
+  /** No route for the method and path (Fastify answers a known path's other methods so too). */
+  | 'no_route'
+  /** The request's headers, or the whole request, did not arrive within the server's timeout. */
+  | 'request_timeout'
+  /** The request's headers are larger than node's HTTP parser accepts. */
+  | 'headers_too_large'
   /** No known worker serves the model. */
   | 'unknown_model'
   /** No worker can take traffic (none known, or all unreachable / draining). */

@@ -21,8 +21,11 @@ import type { WorkerClients } from '../generate/worker-clients.js';
 import type { Router, ThresholdApi } from '../routing/contracts.js';
 import type { PromptTokenizer } from '../text/prompt-tokenizer.js';
 import { busyThresholdRoutes } from './busy-threshold-routes.js';
+import type { ErrorAnswerOptions } from './error-table.js';
+import { answerRootErrors, frameworkErrorOptions } from './framework-errors.js';
 import { healthRoutes, type Readiness } from './health-routes.js';
 import { openAiRoutes } from './openai-routes.js';
+import { capConnections, droppedConnectionsCounter, serverTimeouts, type HttpLimits } from './server-limits.js';
 
 export interface FrontendAppOptions {
   /** Status of overload answers: 529, or DYN_HTTP_OVERLOAD_STATUS_CODE. Also the body's `code`. */
@@ -33,6 +36,8 @@ export interface FrontendAppOptions {
   readonly adminApi: boolean;
   /** Largest request body, bytes; larger gets 413. */
   readonly bodyLimitBytes: number;
+  /** Timeouts for receiving a request and the connection cap of the listener. */
+  readonly limits: HttpLimits;
   /** For GET /ready: 200 when ready, else 503 with the reason. Called per request. */
   ready(): Readiness;
   /** SSE comment heartbeat while a stream is idle, ms; 0 turns it off. Default 15000. */
@@ -69,7 +74,8 @@ const SYSTEM_CLOCK: FrontendClock = { now: () => Date.now(), monotonic: () => pe
 export function buildFrontendApp(deps: FrontendAppDeps): FastifyInstance {
   const { options, logger } = deps;
   const clock = deps.clock ?? SYSTEM_CLOCK;
-  const app = newFastify(options.bodyLimitBytes, deps.tls);
+  const app = newFastify({ ...options, errors: { overloadStatus: options.overloadStatus }, logger, tls: deps.tls });
+  capConnections(app.server, options.limits, droppedConnectionsCounter(deps.registry));
   void app.register(fastifySSE, { heartbeatInterval: options.sseHeartbeatMs ?? 15_000 });
 
   void app.register(openAiRoutes, {
@@ -90,20 +96,38 @@ export function buildFrontendApp(deps: FrontendAppDeps): FastifyInstance {
 }
 
 /** The admin API alone, for --admin-address (its own port, e.g. loopback only). */
-export function buildAdminApp(deps: Pick<FrontendAppDeps, 'router' | 'thresholds' | 'logger' | 'tls'> & { readonly bodyLimitBytes: number }): FastifyInstance {
-  const app = newFastify(deps.bodyLimitBytes, deps.tls);
+export function buildAdminApp(
+  deps: Pick<FrontendAppDeps, 'router' | 'thresholds' | 'logger' | 'tls'> & Pick<FrontendAppOptions, 'bodyLimitBytes' | 'overloadStatus' | 'limits'>,
+): FastifyInstance {
+  const app = newFastify({ ...deps, errors: { overloadStatus: deps.overloadStatus } });
+  capConnections(app.server, deps.limits);
   void app.register(busyThresholdRoutes, { router: deps.router, thresholds: deps.thresholds, logger: deps.logger });
   return app;
 }
 
+interface ServerSettings {
+  readonly bodyLimitBytes: number;
+  readonly limits: HttpLimits;
+  /** How Fastify's and node's own errors are answered (framework-errors.ts). */
+  readonly errors: ErrorAnswerOptions;
+  readonly logger: Logger;
+  readonly tls?: ServerTls | undefined;
+}
+
 /** JSON bodies only (text/plain gets 415 like any other type); ajv does not coerce types. HTTPS (HTTP/1.1) with `tls`. */
-function newFastify(bodyLimitBytes: number, tls: ServerTls | undefined): FastifyInstance {
-  const app = Fastify({
+function newFastify(settings: ServerSettings): FastifyInstance {
+  const { tls } = settings;
+  const timeouts = serverTimeouts(settings.limits);
+  const common = {
     logger: false,
-    bodyLimit: bodyLimitBytes,
+    bodyLimit: settings.bodyLimitBytes,
     ajv: { customOptions: { coerceTypes: false, removeAdditional: false } },
-    https: tls?.serverOptions ?? null,
-  });
+    // Fastify sets the server's requestTimeout from its own option (0 unless given), after creating it.
+    requestTimeout: timeouts.requestTimeout,
+    ...frameworkErrorOptions(settings.errors),
+  };
+  // The timeouts go to node's createServer too: connectionsCheckingInterval is read only there.
+  const app: FastifyInstance = tls ? Fastify({ ...common, https: { ...tls.serverOptions, ...timeouts } }) : Fastify({ ...common, http: timeouts });
   if (tls && app.server instanceof HttpsServer) {
     tls.serve(app.server);
     app.addHook('onClose', (_instance, done) => {
@@ -112,8 +136,6 @@ function newFastify(bodyLimitBytes: number, tls: ServerTls | undefined): Fastify
     });
   }
   app.removeContentTypeParser('text/plain');
-  app.setNotFoundHandler((request, reply) =>
-    reply.code(404).send({ message: `Route ${request.method} ${request.url.split('?')[0]} not found`, type: 'Not Found', code: 404 }),
-  );
+  answerRootErrors(app, settings.errors, settings.logger);
   return app;
 }

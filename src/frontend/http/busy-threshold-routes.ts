@@ -5,7 +5,8 @@
  * check off. Each entry also carries `diagnostics.inactive_checks`: configured checks that
  * cannot fire on some worker (e.g. kv_total_blocks unknown), the silent failure Dynamo's
  * troubleshooting section is about. Errors are {"error": "..."} with Dynamo's statuses: 422
- * for a body of the wrong shape, 400 for values out of range, 404 for a model with no workers.
+ * for a body of the wrong shape, 400 for values out of range, 404 for a model with no workers
+ * (for a read too, where Dynamo answers 200 with nulls: docs/frontend.md).
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Logger } from '../../platform/log.js';
@@ -54,21 +55,31 @@ export function busyThresholdRoutes(app: FastifyInstance, deps: BusyThresholdDep
       return reply.code(415).send({ error: 'Expected request with `Content-Type: application/json`' });
     }
     const { model, changes } = parseSetRequest(request.body);
-    if (Object.keys(changes).length === 0) return entry(model);
-    requireDiscovered(model, 'set');
-    return entry(model, thresholds.update(model, changes));
+    const reading = Object.keys(changes).length === 0;
+    // Dynamo answers a read for such a model 200 with nulls, which reads as "every check off"
+    // for a model nothing is routed to; a 404 like its set's says what is true.
+    requireDiscovered(model, reading ? 'read' : 'set');
+    return reading ? entry(model) : entry(model, thresholds.update(model, changes));
   });
 
-  app.delete('/busy_threshold', (request: FastifyRequest) => {
-    const query = request.query as Record<string, unknown>;
-    const model = query['model'];
-    const check = query['check'];
-    if (typeof model !== 'string' || model === '') throw new AdminError(400, 'query parameter `model` is required');
-    if (typeof check !== 'string' || !(BUSY_CHECKS as readonly string[]).includes(check)) {
-      throw new AdminError(400, `query parameter \`check\` must be one of ${BUSY_CHECKS.join(', ')}, got ${JSON.stringify(check ?? null)}`);
-    }
-    requireDiscovered(model, 'changed');
-    return entry(model, thresholds.disable(model, check as BusyCheck));
+  // DELETE takes its model and check from the query: a body means nothing to it (RFC 9110,
+  // 9.3.5) and is read only to be ignored, whatever its type and within the body limit, so a
+  // client that sends `Content-Type: application/json` on every request is served without one.
+  void app.register((scope, _options, registered) => {
+    scope.removeAllContentTypeParsers();
+    scope.addContentTypeParser('*', { parseAs: 'buffer' }, (_request, _body, parsed) => parsed(null, undefined));
+    scope.delete('/busy_threshold', (request: FastifyRequest) => {
+      const query = request.query as Record<string, unknown>;
+      const model = query['model'];
+      const check = query['check'];
+      if (typeof model !== 'string' || model === '') throw new AdminError(400, 'query parameter `model` is required');
+      if (typeof check !== 'string' || !(BUSY_CHECKS as readonly string[]).includes(check)) {
+        throw new AdminError(400, `query parameter \`check\` must be one of ${BUSY_CHECKS.join(', ')}, got ${JSON.stringify(check ?? null)}`);
+      }
+      requireDiscovered(model, 'changed');
+      return entry(model, thresholds.disable(model, check as BusyCheck));
+    });
+    registered();
   });
   done();
 }

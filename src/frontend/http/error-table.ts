@@ -1,9 +1,10 @@
 /**
- * The one table from FrontendError codes to HTTP answers on the OpenAI routes, in Dynamo's
+ * The one table from FrontendError codes to HTTP answers (the OpenAI routes, and what Fastify
+ * and node answer of their own on every route but /busy_threshold: framework-errors.ts), in Dynamo's
  * flat shape {message, type, code} (code = the status used, plus `details` for overloads), with
  * the same three fields repeated under `error`: OpenAI's SDKs read only `body.error`, and without
  * it an overload surfaces there as "529 status code (no body)".
- * Messages a worker or the router produced are not shown for 404/503/529: clients get the
+ * Messages a worker or the router produced are not shown for an unknown model, 503 or 529: clients get the
  * fixed texts Dynamo uses, and never a worker's address. Fastify's own errors (schema, JSON,
  * media type, body size) are mapped to codes here too, so nothing else decides a status.
  */
@@ -29,6 +30,9 @@ export const ERROR_TABLE: Readonly<Record<FrontendErrorCode, ErrorSpec>> = Objec
   bad_request: { status: fixed(400), type: 'BadRequest' },
   unsupported_media_type: { status: fixed(415), type: 'UnsupportedMediaType' },
   payload_too_large: { status: fixed(413), type: 'PayloadTooLarge' },
+  no_route: { status: fixed(404), type: 'Not Found' },
+  request_timeout: { status: fixed(408), type: 'RequestTimeout' },
+  headers_too_large: { status: fixed(431), type: 'RequestHeaderFieldsTooLarge' },
   unknown_model: { status: fixed(404), type: 'Not Found', message: 'Model not found' },
   unavailable: { status: fixed(503), type: 'Service Unavailable', message: 'Service temporarily unavailable' },
   overloaded: { status: (o) => o.overloadStatus, type: 'Overloaded', message: 'Service temporarily overloaded' },

@@ -60,6 +60,31 @@ describe('frontend config', () => {
     expect(c.adminApi).toBe(false);
   });
 
+  it('HTTP limits: 60 s to receive a request, 10 s for its headers, 10000 connections; from flags or env, 0 = none', () => {
+    expect(parseFrontendConfig({}, {})).toMatchObject({ httpReceiveTimeoutMs: 60_000, httpHeadersTimeoutMs: 10_000, httpMaxConnections: 10_000 });
+    const c = parseFrontendConfig(
+      { httpReceiveTimeoutMs: '5000', httpMaxConnections: '0' },
+      { DYN_HTTP_HEADERS_TIMEOUT_MS: '0', DYN_HTTP_RECEIVE_TIMEOUT_MS: '1' },
+    );
+    expect(c).toMatchObject({ httpReceiveTimeoutMs: 5000, httpHeadersTimeoutMs: 0, httpMaxConnections: 0 });
+  });
+
+  it('HTTP limits: bad values are reported naming the flag or variable; a headers timeout over the receive timeout too', () => {
+    expect(problemsOf(() => parseFrontendConfig({ httpReceiveTimeoutMs: '1.5', httpMaxConnections: '-1' }, { DYN_HTTP_HEADERS_TIMEOUT_MS: 'soon' }))).toEqual([
+      '--http-receive-timeout-ms must be an integer in 0..3600000, got "1.5"',
+      'DYN_HTTP_HEADERS_TIMEOUT_MS must be an integer in 0..3600000, got "soon"',
+      '--http-max-connections must be an integer in 0..1000000, got "-1"',
+    ]);
+    expect(problemsOf(() => parseFrontendConfig({ httpHeadersTimeoutMs: '20000' }, { DYN_HTTP_RECEIVE_TIMEOUT_MS: '15000' }))).toEqual([
+      '--http-headers-timeout-ms must be at most --http-receive-timeout-ms or DYN_HTTP_RECEIVE_TIMEOUT_MS (15000), got "20000"',
+    ]);
+  });
+
+  it('HTTP limits: the default headers timeout shrinks to a shorter receive timeout (node refuses a longer one)', () => {
+    expect(parseFrontendConfig({ httpReceiveTimeoutMs: '3000' }, {})).toMatchObject({ httpReceiveTimeoutMs: 3000, httpHeadersTimeoutMs: 3000 });
+    expect(parseFrontendConfig({ httpReceiveTimeoutMs: '0' }, {})).toMatchObject({ httpReceiveTimeoutMs: 0, httpHeadersTimeoutMs: 10_000 });
+  });
+
   it('--worker is repeatable and also takes a comma-separated env list; duplicates collapse', () => {
     expect(parseFrontendConfig({ workers: ['a:1', 'b:2,a:1'] }, {}).workers).toEqual(['a:1', 'b:2']);
     expect(parseFrontendConfig({}, { DYN_FRONTEND_WORKERS: 'a:1, c:3' }).workers).toEqual(['a:1', 'c:3']);

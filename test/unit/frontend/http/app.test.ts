@@ -48,7 +48,8 @@ describe('buildFrontendApp', () => {
     const { app } = frontend({ adminApi: false });
     const res = await app.inject({ method: 'GET', url: '/busy_threshold?model=m1' });
     expect(res.statusCode).toBe(404);
-    expect(res.json()).toEqual({ message: 'Route GET /busy_threshold not found', type: 'Not Found', code: 404 });
+    const fields = { message: 'Route GET /busy_threshold not found', type: 'Not Found', code: 404 };
+    expect(res.json()).toEqual({ ...fields, error: fields });
   });
 
   it("lists models with `created` from the app's clock, and ids from a random 32-hex request id by default", async () => {
@@ -100,7 +101,14 @@ describe('buildFrontendApp', () => {
 describe('buildAdminApp', () => {
   it('serves /busy_threshold and nothing else', async () => {
     const router = new FakeRouter();
-    const app = buildAdminApp({ router, thresholds: new FakeThresholds(), logger: silentLogger, bodyLimitBytes: 1024 });
+    const app = buildAdminApp({
+      router,
+      thresholds: new FakeThresholds(),
+      logger: silentLogger,
+      bodyLimitBytes: 1024,
+      overloadStatus: 529,
+      limits: TEST_OPTIONS.limits,
+    });
     apps.push(app);
     expect((await app.inject({ method: 'GET', url: '/busy_threshold' })).statusCode).toBe(200);
     for (const url of ['/v1/models', '/live', '/metrics']) expect((await app.inject({ method: 'GET', url })).statusCode, url).toBe(404);

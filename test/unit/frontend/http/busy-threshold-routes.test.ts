@@ -30,15 +30,21 @@ describe('GET /busy_threshold', () => {
 });
 
 describe('POST /busy_threshold', () => {
-  it('reads when every threshold is null or absent, also for a model with no workers', async () => {
+  it('reads when every threshold is null or absent', async () => {
     t = testApp();
     t.thresholds.values.set('m1', { ...NULLS, active_prefill_tokens_threshold: 100 });
     const read = await post({ model: 'm1', active_decode_blocks_threshold: null });
     expect(read.statusCode).toBe(200);
     expect(read.json()).toEqual({ model: 'm1', ...NULLS, active_prefill_tokens_threshold: 100, diagnostics: { inactive_checks: [] } });
-    const unknown = await post({ model: 'ghost' });
-    expect(unknown.statusCode).toBe(200);
-    expect(unknown.json()).toMatchObject({ model: 'ghost', ...NULLS });
+  });
+
+  it('answers a read for a model with no workers with 404, as a set and a DELETE for it (Dynamo answers 200 and nulls)', async () => {
+    t = testApp();
+    const read = await post({ model: 'ghost' });
+    expect(read.statusCode).toBe(404);
+    expect(read.json()).toEqual({ error: "Model 'ghost' not found. Thresholds can only be read for discovered models." });
+    expect((await post({ model: 'ghost', active_prefill_tokens_threshold: 10 })).statusCode).toBe(404);
+    expect((await t.app.inject({ method: 'DELETE', url: '/busy_threshold?model=ghost&check=active_decode_blocks_threshold' })).statusCode).toBe(404);
     expect(t.thresholds.values.has('ghost')).toBe(false);
   });
 
@@ -126,6 +132,35 @@ describe('DELETE /busy_threshold', () => {
     expect(res.statusCode).toBe(200);
     expect(res.json()).toMatchObject({ model: 'm1', active_decode_blocks_threshold: null, active_prefill_tokens_threshold: 100 });
     expect(t.thresholds.get('m1').active_decode_blocks_threshold).toBeNull();
+  });
+
+  it('ignores a body, whatever its type: `Content-Type: application/json` with no body is served as no body at all', async () => {
+    t = testApp();
+    const url = '/busy_threshold?model=m1&check=active_decode_blocks_threshold';
+    for (const [headers, payload] of [
+      [{ 'content-type': 'application/json' }, ''],
+      [{ 'content-type': 'application/json' }, '{"model":"m1"}'],
+      [{ 'content-type': 'application/json' }, '{not json'],
+      [{ 'content-type': 'text/plain' }, 'x'],
+      [{}, ''],
+    ] as const) {
+      t.thresholds.values.set('m1', { ...NULLS, active_decode_blocks_threshold: 0.9 });
+      const res = await t.app.inject({ method: 'DELETE', url, headers, payload });
+      expect(res.statusCode, JSON.stringify([headers, payload])).toBe(200);
+      expect(res.json()).toMatchObject({ model: 'm1', active_decode_blocks_threshold: null });
+    }
+  });
+
+  it('still refuses a body over the limit with 413', async () => {
+    t = testApp({ options: { bodyLimitBytes: 256 } });
+    const res = await t.app.inject({
+      method: 'DELETE',
+      url: '/busy_threshold?model=m1&check=active_decode_blocks_threshold',
+      headers: { 'content-type': 'application/json' },
+      payload: JSON.stringify({ padding: 'x'.repeat(300) }),
+    });
+    expect(res.statusCode).toBe(413);
+    expect(res.json()).toEqual({ error: expect.any(String) });
   });
 
   it('answers an unknown check or a missing parameter with 400 and an unknown model with 404', async () => {

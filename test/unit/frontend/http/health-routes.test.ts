@@ -33,11 +33,12 @@ describe('process endpoints', () => {
     expect(res.body).toContain('# TYPE dynamo_frontend_model_rejection_total counter');
   });
 
-  it('answers an unknown route with 404 in the flat error shape', async () => {
+  it('answers an unknown route with 404 in the one error shape, flat and under `error`', async () => {
     t = testApp();
-    const res = await t.app.inject({ method: 'GET', url: '/v1/embeddings' });
+    const res = await t.app.inject({ method: 'POST', url: '/v1/embeddings', payload: { input: 'x' } });
     expect(res.statusCode).toBe(404);
-    expect(res.json()).toMatchObject({ type: 'Not Found', code: 404 });
+    const fields = { message: 'Route POST /v1/embeddings not found', type: 'Not Found', code: 404 };
+    expect(res.json()).toEqual({ ...fields, error: fields });
   });
 });
 
