@@ -1,6 +1,7 @@
 // Route decisions as HTTP answers, and the attempt loop: retries after refusals before output, failures, InFlight accounting.
 import { afterEach, describe, expect, it } from 'vitest';
 import { Registry } from 'prom-client';
+import { encodeTokenizedInput } from '../../../../src/protocol/engine/tokenized-input.js';
 import { GrpcStatus } from '../../../../src/protocol/grpc/status.js';
 import { silentLogger } from '../../../../src/platform/log.js';
 import { FrontendMetrics } from '../../../../src/frontend/frontend-metrics.js';
@@ -212,7 +213,7 @@ describe('the attempt loop', () => {
       close: () => {},
     };
     const record = new FrontendMetrics(new Registry()).startRequest('completions');
-    const request = { requestId: 'r1', model: 'm1', promptText: 'hi', promptIds: [1] };
+    const request = { requestId: 'r1', model: 'm1', prompt: { tokens: 1, tokenized: encodeTokenizedInput([1], 64)! } };
     const started = startGeneration({ router: new FakeRouter(), workers, logger: silentLogger }, request, record, new AbortController().signal);
     const error = await started.then(
       () => undefined,
