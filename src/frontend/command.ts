@@ -86,6 +86,9 @@ async function runFrontend(config: FrontendConfig, io: CommandIo): Promise<void>
     admin_port: frontend.adminPort ?? frontend.port,
     admin_api: config.adminApi,
     tokenizer: frontend.tokenizer.name,
+    tokenizer_threads: config.tokenizerThreads,
+    max_body_bytes: config.maxBodyBytes,
+    worker_max_message_bytes: config.workerMaxMessageBytes,
   });
   const signal = await signalReceived;
   onFirstSignal(io, () => io.exit(1));

@@ -38,6 +38,10 @@ export interface FrontendConfig {
   /** `undefined`: the simulated engine's whitespace tokenizer. */
   readonly tokenizerPath: string | undefined;
   readonly maxBodyBytes: number;
+  /** The workers' gRPC message limit: prompts whose Generate message would be larger get 413. */
+  readonly workerMaxMessageBytes: number;
+  /** 0: prompts are tokenized on the event loop. */
+  readonly tokenizerThreads: number;
   readonly adminApi: boolean;
   /** `undefined`: the admin API shares the HTTP port. */
   readonly adminAddress: HostPort | undefined;
@@ -78,6 +82,15 @@ export function parseFrontendConfig(flags: FrontendRawFlags, env: Env): Frontend
   const admission = read.raw('admissionControl');
   if (admission) warnings.push(`${admission.source}=${admission.value} has no effect and is ignored: busy rejection is on exactly when a threshold is set`);
 
+  const maxBodyBytes = read.integer('maxBodyBytes', 1024, 1 << 30);
+  // gRPC lengths are int32; below 64 KiB a worker could not take a long conversation.
+  const workerMaxMessageBytes = read.integer('workerMaxMessageBytes', 64 * 1024, 2 ** 31 - 1);
+  if (maxBodyBytes > workerMaxMessageBytes / 2) {
+    warnings.push(
+      `a body limit (${maxBodyBytes} bytes) over half the workers' message limit (${workerMaxMessageBytes} bytes) admits prompts whose Generate message may not fit: those get 413 once tokenized`,
+    );
+  }
+
   const config: FrontendConfig = {
     httpHost: read.string('httpHost'),
     httpPort: read.integer('httpPort', 0, 65535),
@@ -101,7 +114,9 @@ export function parseFrontendConfig(flags: FrontendRawFlags, env: Env): Frontend
     loadHeartbeatMs: read.integer('loadHeartbeatMs', 10, 3_600_000),
     maxWorkers: read.integer('maxWorkers', 1, 1_000_000),
     tokenizerPath: read.raw('tokenizer')?.value.trim() || undefined,
-    maxBodyBytes: read.integer('maxBodyBytes', 1024, 1 << 30),
+    maxBodyBytes,
+    workerMaxMessageBytes,
+    tokenizerThreads: read.integer('tokenizerThreads', 0, 64),
     adminApi: !read.boolean('disableAdminApi'),
     adminAddress: read.hostPort('adminAddress', true),
     // 0 = none, as unset.

@@ -21,9 +21,11 @@ import { registerWorkerMetrics } from './routing/worker-metrics.js';
 import { WorkerPool } from './routing/worker-pool.js';
 import { NatsLoadSource } from './sources/nats-source.js';
 import { PushLoadSource } from './sources/push-source.js';
-import { createDefaultTokenizer } from './text/default-tokenizer.js';
-import { loadHuggingFaceTokenizer } from './text/huggingface-tokenizer.js';
+import { PromptAdmission } from './generate/prompt-admission.js';
+import { loadTokenizer, type TokenizerSpec } from './text/load-tokenizer.js';
+import { INLINE_MAX_CHARS, PromptEncoder } from './text/prompt-encoder.js';
 import type { PromptTokenizer } from './text/prompt-tokenizer.js';
+import { TokenizerPool } from './text/tokenizer-pool.js';
 
 export interface FrontendDeps {
   readonly logger: Logger;
@@ -52,7 +54,19 @@ export async function startFrontend(config: FrontendConfig, deps: FrontendDeps):
   if (config.workers.length === 0 && config.natsServers === undefined) {
     throw new NoLoadSourceError('no workers to route to: give --worker HOST:PORT (repeatable) or --nats-url (NATS_SERVER)');
   }
-  const tokenizer = config.tokenizerPath === undefined ? createDefaultTokenizer() : await loadHuggingFaceTokenizer(config.tokenizerPath);
+  const tokenizerSpec: TokenizerSpec = config.tokenizerPath === undefined ? { kind: 'default' } : { kind: 'huggingface', path: config.tokenizerPath };
+  const tokenizer = await loadTokenizer(tokenizerSpec);
+  // Each thread loads its own copy (a HuggingFace tokenizer.json is parsed once per thread).
+  const tokenizerPool =
+    config.tokenizerThreads > 0
+      ? await TokenizerPool.start(tokenizerSpec, config.tokenizerThreads, {
+          onThreadError: (reason) => logger.error('tokenizer thread failed; its prompt got a 500', { reason }),
+        })
+      : undefined;
+  const prompts = new PromptAdmission(
+    new PromptEncoder(tokenizer, tokenizerPool && { pool: tokenizerPool, inlineMaxChars: INLINE_MAX_CHARS[tokenizerSpec.kind] }),
+    config.workerMaxMessageBytes,
+  );
 
   const registry = new Registry();
   const { http: httpTls, workers: workersTls } = config.tls;
@@ -109,6 +123,7 @@ export async function startFrontend(config: FrontendConfig, deps: FrontendDeps):
     thresholds,
     workers,
     tokenizer,
+    prompts,
     registry,
     logger,
     tls: httpTls && ServerTls.load(httpTls, 'http', tlsDeps!),
@@ -154,6 +169,7 @@ export async function startFrontend(config: FrontendConfig, deps: FrontendDeps):
     await Promise.all([app.close(), admin?.close()]);
     workers.close();
     workerTls?.close();
+    await tokenizerPool?.close();
     throw err;
   }
 
@@ -176,6 +192,7 @@ export async function startFrontend(config: FrontendConfig, deps: FrontendDeps):
         clearTimeout(force);
         workers.close();
         workerTls?.close();
+        await tokenizerPool?.close();
         await nats?.close();
       })();
       return closing;

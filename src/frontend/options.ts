@@ -8,6 +8,7 @@
 import type { OptionSpec } from '../platform/config/option-spec.js';
 import { LOAD_SUBJECT_OPTIONS } from '../protocol/load-event.js';
 import { NATS_SECURITY_OPTIONS } from '../platform/nats-security.js';
+import { GRPC_DEFAULT_MAX_RECEIVE_BYTES } from '../protocol/grpc/framing.js';
 
 export const FRONTEND_OPTIONS = {
   httpHost: { flag: '--http-host <host>', env: 'DYN_HTTP_HOST', default: '0.0.0.0', help: 'address of the OpenAI-compatible HTTP server' },
@@ -103,7 +104,25 @@ export const FRONTEND_OPTIONS = {
     defaultText: "the simulated engine's (one token per whitespace word)",
     help: 'a HuggingFace tokenizer.json (or the folder holding it) to tokenize prompts and decode outputs with',
   },
-  maxBodyBytes: { flag: '--max-body-bytes <n>', env: 'DYN_HTTP_MAX_BODY_BYTES', default: 8 * 1024 * 1024, help: 'largest request body accepted (413 beyond)' },
+  maxBodyBytes: {
+    flag: '--max-body-bytes <n>',
+    env: 'DYN_HTTP_MAX_BODY_BYTES',
+    // Half the message limit: with the default tokenizer any body up to it makes a Generate message that fits (docs/frontend.md, "Prompt size").
+    default: GRPC_DEFAULT_MAX_RECEIVE_BYTES / 2,
+    help: 'largest request body accepted (413 beyond, before it is read); up to half of --worker-max-message-bytes, every prompt the default tokenizer reads fits a worker message',
+  },
+  workerMaxMessageBytes: {
+    flag: '--worker-max-message-bytes <n>',
+    env: 'DYN_FRONTEND_WORKER_MAX_MESSAGE_BYTES',
+    default: GRPC_DEFAULT_MAX_RECEIVE_BYTES,
+    help: "largest gRPC message the workers' engines accept (gRPC's default receive limit); a prompt whose Generate message would be larger gets 413 without reaching a worker",
+  },
+  tokenizerThreads: {
+    flag: '--tokenizer-threads <n>',
+    env: 'DYN_FRONTEND_TOKENIZER_THREADS',
+    default: 2,
+    help: 'threads that tokenize prompts, so a large one never stalls the event loop (small ones stay on it); 0 = all on the event loop',
+  },
   adminAddress: {
     flag: '--admin-address <host:port>',
     env: 'DYN_FRONTEND_ADMIN_ADDRESS',

@@ -24,15 +24,6 @@ export function mix32(a: number, b: number): number {
   return (h ^ (h >>> 16)) >>> 0;
 }
 
-/** FNV-1a over the UTF-8 bytes of a string. */
-export function fnv1a(text: string): number {
-  let h = 0x811c9dc5;
-  for (const byte of Buffer.from(text, 'utf8')) {
-    h = Math.imul(h ^ byte, 0x01000193);
-  }
-  return h >>> 0;
-}
-
 /** Hash of a token sequence, so that equal prompts get equal outputs whatever the request id. */
 export function hashTokens(tokens: ArrayLike<number>): number {
   let h = 0x811c9dc5;

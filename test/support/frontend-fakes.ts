@@ -5,7 +5,7 @@
  */
 import { EventEmitter } from 'node:events';
 import { Registry } from 'prom-client';
-import type { GenerateRequestMessage, GenerateResponseMessage } from '../../src/protocol/engine/engine-proto.js';
+import { vllmEngineMessage, type GenerateRequestMessage, type GenerateResponseMessage } from '../../src/protocol/engine/engine-proto.js';
 import type { CallStatus, GenerateCall, WorkerClients } from '../../src/frontend/generate/worker-clients.js';
 import type {
   BusyCheck,
@@ -217,7 +217,7 @@ export const TEST_OPTIONS: FrontendAppOptions = {
 
 export function testApp(
   overrides: { options?: Partial<FrontendAppOptions>; tokenizer?: PromptTokenizer; workers?: WorkerClients } & Partial<
-    Pick<FrontendAppDeps, 'clock' | 'newRequestId' | 'tls'>
+    Pick<FrontendAppDeps, 'clock' | 'newRequestId' | 'tls' | 'prompts'>
   > = {},
 ): TestApp {
   const router = new FakeRouter();
@@ -230,6 +230,7 @@ export function testApp(
     thresholds,
     workers: overrides.workers ?? workers,
     tokenizer: overrides.tokenizer ?? createDefaultTokenizer(),
+    ...(overrides.prompts === undefined ? {} : { prompts: overrides.prompts }),
     registry,
     logger: silentLogger,
     options: { ...TEST_OPTIONS, ...overrides.options },
@@ -238,6 +239,13 @@ export function testApp(
     tls: overrides.tls,
   });
   return { app, router, thresholds, workers, registry };
+}
+
+/** The `tokenized` field a Generate request carries, as the engine decodes it (from `tokenized_bytes`, the form the frontend sends). */
+export function sentTokenized(request: GenerateRequestMessage): { original_text: string; input_ids: number[] } | undefined {
+  if (request.tokenized_bytes === undefined) return undefined;
+  return vllmEngineMessage<{ tokenized?: { original_text: string; input_ids: number[] } }>('GenerateRequest').deserialize(Buffer.from(request.tokenized_bytes))
+    .tokenized;
 }
 
 /** The `data:` payloads of an SSE body, in order ("[DONE]" kept as a string). */

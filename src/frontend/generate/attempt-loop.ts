@@ -9,6 +9,7 @@
 import type { GenerateRequestMessage } from '../../protocol/engine/engine-proto.js';
 import type { Logger } from '../../platform/log.js';
 import type { RequestRecord } from '../frontend-metrics.js';
+import type { EncodedPrompt } from '../text/prompt-encoding.js';
 import type { InFlight, RouteDecision, Router } from '../routing/contracts.js';
 import { ClientGoneError, FrontendError } from './errors.js';
 import { Generation } from './generation.js';
@@ -20,8 +21,8 @@ export interface GenerationRequest {
   /** Sent as the gRPC request_id (the sidecar and engine log it). */
   readonly requestId: string;
   readonly model: string;
-  readonly promptText: string;
-  readonly promptIds: readonly number[];
+  /** Its token count and `tokenized` field, as prompt-admission.ts gave them. */
+  readonly prompt: EncodedPrompt;
   readonly maxTokens?: number;
   readonly temperature?: number;
   readonly seed?: number;
@@ -40,7 +41,7 @@ export interface AttemptDeps {
 export async function startGeneration(deps: AttemptDeps, request: GenerationRequest, record: RequestRecord, signal: AbortSignal): Promise<Generation> {
   const { router, workers, logger } = deps;
   const message = generateRequest(request);
-  const promptTokens = request.promptIds.length;
+  const promptTokens = request.prompt.tokens;
   const tried = new Set<string>();
   for (;;) {
     if (signal.aborted) throw new ClientGoneError();
@@ -100,7 +101,8 @@ export async function startGeneration(deps: AttemptDeps, request: GenerationRequ
 function generateRequest(request: GenerationRequest): GenerateRequestMessage {
   return {
     request_id: request.requestId,
-    tokenized: { original_text: request.promptText, input_ids: [...request.promptIds] },
+    // Ids only, already in wire form: no copy of them as an array, and no second copy of the text (tokenized-input.ts).
+    tokenized_bytes: request.prompt.tokenized,
     sampling_params: {
       n: 1,
       ...(request.maxTokens === undefined ? {} : { max_tokens: request.maxTokens }),

@@ -15,10 +15,13 @@ import { fastifySSE } from '@fastify/sse';
 import Fastify, { type FastifyInstance } from 'fastify';
 import type { Registry } from 'prom-client';
 import type { Logger } from '../../platform/log.js';
+import { GRPC_DEFAULT_MAX_RECEIVE_BYTES } from '../../protocol/grpc/framing.js';
 import type { ServerTls } from '../../platform/tls/server-tls.js';
 import { FrontendMetrics } from '../frontend-metrics.js';
+import { PromptAdmission } from '../generate/prompt-admission.js';
 import type { WorkerClients } from '../generate/worker-clients.js';
 import type { Router, ThresholdApi } from '../routing/contracts.js';
+import { PromptEncoder } from '../text/prompt-encoder.js';
 import type { PromptTokenizer } from '../text/prompt-tokenizer.js';
 import { busyThresholdRoutes } from './busy-threshold-routes.js';
 import type { ErrorAnswerOptions } from './error-table.js';
@@ -57,6 +60,8 @@ export interface FrontendAppDeps {
   readonly thresholds: ThresholdApi;
   readonly workers: WorkerClients;
   readonly tokenizer: PromptTokenizer;
+  /** Prompt tokenizing and size checks; default: on the event loop, against gRPC's default message limit. */
+  readonly prompts?: PromptAdmission;
   /** The frontend's metrics are registered here (once per registry: build one app per registry). */
   readonly registry: Registry;
   readonly logger: Logger;
@@ -82,6 +87,7 @@ export function buildFrontendApp(deps: FrontendAppDeps): FastifyInstance {
     router: deps.router,
     workers: deps.workers,
     tokenizer: deps.tokenizer,
+    prompts: deps.prompts ?? new PromptAdmission(new PromptEncoder(deps.tokenizer), GRPC_DEFAULT_MAX_RECEIVE_BYTES),
     metrics: new FrontendMetrics(deps.registry, clock.monotonic),
     logger,
     overloadStatus: options.overloadStatus,

@@ -1,6 +1,8 @@
 /**
  * The OpenAI routes: GET /v1/models, POST /v1/completions and /v1/chat/completions. A
- * completion request is tokenized, started on a worker by the attempt loop, then answered
+ * completion request's prompt is admitted (tokenized, off the event loop when large, and
+ * refused when no worker message can hold it: generate/prompt-admission.ts), started on a
+ * worker by the attempt loop, then answered
  * whole or streamed (by the body's `stream` flag; @fastify/sse in 'manual' mode). Every
  * failure, Fastify's own included, goes through this plugin's error handler and the error
  * table; overload answers carry Retry-After and count in dynamo_frontend_model_rejection_total.
@@ -11,15 +13,18 @@ import type {} from '@fastify/sse';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Logger } from '../../platform/log.js';
 import { CLIENT_CLOSED_STATUS, UNKNOWN_MODEL_LABEL, type Endpoint, type FrontendMetrics, type RequestRecord } from '../frontend-metrics.js';
-import { startGeneration } from '../generate/attempt-loop.js';
+import { startGeneration, type GenerationRequest } from '../generate/attempt-loop.js';
 import { ClientGoneError } from '../generate/errors.js';
+import type { PromptAdmission } from '../generate/prompt-admission.js';
 import { readOutput } from '../generate/read-output.js';
 import type { WorkerClients } from '../generate/worker-clients.js';
 import type { Router } from '../routing/contracts.js';
 import { OutputText } from '../text/output-text.js';
+import type { EncodedPrompt } from '../text/prompt-encoding.js';
 import type { PromptTokenizer } from '../text/prompt-tokenizer.js';
 import { streamAnswer } from './answer-stream.js';
 import { errorAnswer, toFrontendError } from './error-table.js';
+import { discardRestOfBody } from './refused-body.js';
 import { chatJob, completionsJob, type ChatBody, type CompletionJob, type CompletionsBody } from './openai-request.js';
 import { CHAT_COMPLETIONS_BODY, COMPLETIONS_BODY } from './openai-schemas.js';
 import { ChunkShapes, idPrefix, usage, wholeResponse } from './openai-shapes.js';
@@ -27,7 +32,10 @@ import { ChunkShapes, idPrefix, usage, wholeResponse } from './openai-shapes.js'
 export interface OpenAiRouteDeps {
   readonly router: Router;
   readonly workers: WorkerClients;
+  /** Decodes output ids. */
   readonly tokenizer: PromptTokenizer;
+  /** Tokenizes prompts (off the event loop when large) and refuses those no worker message can hold. */
+  readonly prompts: PromptAdmission;
   readonly metrics: FrontendMetrics;
   readonly logger: Logger;
   readonly overloadStatus: number;
@@ -44,6 +52,9 @@ interface RequestState {
   readonly record: RequestRecord;
   readonly abort: AbortController;
 }
+
+/** The most of a refused body read and dropped so that its client gets the 413 (more: the connection is closed). */
+const DISCARD_MAX_BYTES = 64 * 1024 * 1024;
 
 const ENDPOINTS: Readonly<Record<string, Endpoint>> = { '/v1/completions': 'completions', '/v1/chat/completions': 'chat_completions' };
 
@@ -75,6 +86,11 @@ export function openAiRoutes(app: FastifyInstance, deps: OpenAiRouteDeps, done: 
     }
     const failure = toFrontendError(error);
     const { status, body } = errorAnswer(failure, errorOptions);
+    if ((error as { code?: unknown }).code === 'FST_ERR_CTP_BODY_TOO_LARGE') {
+      // Fastify asked for `connection: close`; the client would not read our answer (refused-body.ts).
+      reply.removeHeader('connection');
+      discardRestOfBody(request.raw, DISCARD_MAX_BYTES);
+    }
     if (failure.code === 'overloaded') {
       states.get(request)?.record.rejected();
       void reply.header('retry-after', String(deps.retryAfterS));
@@ -89,18 +105,19 @@ export function openAiRoutes(app: FastifyInstance, deps: OpenAiRouteDeps, done: 
   }));
 
   app.post<{ Body: ChatBody }>('/v1/chat/completions', { schema: { body: CHAT_COMPLETIONS_BODY }, sse: 'manual' }, async (request, reply) =>
-    answer(request, reply, chatJob(request.body, deps.tokenizer)),
+    answer(request, reply, chatJob(request.body)),
   );
   app.post<{ Body: CompletionsBody }>('/v1/completions', { schema: { body: COMPLETIONS_BODY }, sse: 'manual' }, async (request, reply) =>
-    answer(request, reply, completionsJob(request.body, deps.tokenizer)),
+    answer(request, reply, completionsJob(request.body)),
   );
   done();
 
   async function answer(request: FastifyRequest, reply: FastifyReply, job: CompletionJob): Promise<object | undefined> {
     const { record, abort } = states.get(request)!;
     record.setModel(deps.router.models().includes(job.model) ? job.model : UNKNOWN_MODEL_LABEL);
+    const prompt = await deps.prompts.admit(job.input, job.promptField, abort.signal);
     const requestId = deps.newRequestId();
-    const generation = await startGeneration(deps, { ...job, requestId }, record, abort.signal);
+    const generation = await startGeneration(deps, generationRequest(job, prompt, requestId), record, abort.signal);
     const head = { id: idPrefix(job.endpoint) + requestId, created: Math.floor(deps.now() / 1000), model: job.model };
     const output = new OutputText(deps.tokenizer, job.stop);
     if (job.stream) {
@@ -111,4 +128,16 @@ export function openAiRoutes(app: FastifyInstance, deps: OpenAiRouteDeps, done: 
     const summary = await readOutput(generation, output, (piece) => void (text += piece));
     return wholeResponse(job.endpoint, head, text, summary.finishReason, usage(generation.promptTokens, summary.completionTokens));
   }
+}
+
+/** The worker's part of a job: its sampling fields, the admitted prompt, the request id (the job's text or ids are not kept). */
+function generationRequest(job: CompletionJob, prompt: EncodedPrompt, requestId: string): GenerationRequest {
+  return {
+    requestId,
+    model: job.model,
+    prompt,
+    ...(job.maxTokens === undefined ? {} : { maxTokens: job.maxTokens }),
+    ...(job.temperature === undefined ? {} : { temperature: job.temperature }),
+    ...(job.seed === undefined ? {} : { seed: job.seed }),
+  };
 }

@@ -7,7 +7,8 @@
  * A stream that ends or fails (sidecar restarting, unreachable) makes the worker unroutable
  * until a new stream delivers an update; reconnection backs off from 100 ms to 2 s. A stream
  * that stays open but goes silent for 3 heartbeats is cancelled and reopened (a hung sidecar
- * must not look alive because its TCP connection is).
+ * must not look alive because its TCP connection is); silence is measured so that a stall of
+ * this process's own event loop is not taken for it (silence-timer.ts).
  */
 import * as grpc from '@grpc/grpc-js';
 import * as protoLoader from '@grpc/proto-loader';
@@ -17,6 +18,7 @@ import { PROTO_DIR } from '../../protocol/proto-path.js';
 import type { WorkerCredentials } from '../generate/worker-credentials.js';
 import { parseRankReport } from '../routing/load-report.js';
 import { STALE_AFTER_HEARTBEATS, type WorkerPool } from '../routing/worker-pool.js';
+import { SilenceTimer } from './silence-timer.js';
 
 interface WatchClient extends grpc.Client {
   Watch(request: object, options?: grpc.CallOptions): grpc.ClientReadableStream<{ ranks: unknown[] }>;
@@ -58,7 +60,7 @@ class WorkerWatch {
   private call: grpc.ClientReadableStream<{ ranks: unknown[] }> | undefined;
   private workerIds = new Set<string>();
   private retryTimer: NodeJS.Timeout | undefined;
-  private silenceTimer: NodeJS.Timeout | undefined;
+  private readonly silence: SilenceTimer;
   private failures = 0;
   private closed = false;
   private heartbeatMs: number;
@@ -73,6 +75,12 @@ class WorkerWatch {
     this.clientGeneration = options.credentials?.generation ?? 0;
     this.client = this.newClient();
     this.heartbeatMs = options.defaultHeartbeatMs;
+    this.silence = new SilenceTimer(() => {
+      const call = this.call;
+      if (!call) return;
+      this.lost(call, `no update for ${STALE_AFTER_HEARTBEATS} heartbeats`);
+      call.cancel();
+    });
   }
 
   private newClient(): WatchClient {
@@ -162,21 +170,15 @@ class WorkerWatch {
     }
   }
 
+  /** Silence is judged on the loop's own time (silence-timer.ts): a stall of this process is not the sidecar's silence. */
   private armSilence(): void {
-    clearTimeout(this.silenceTimer);
-    this.silenceTimer = setTimeout(() => {
-      const call = this.call;
-      if (!call) return;
-      this.lost(call, `no update for ${STALE_AFTER_HEARTBEATS} heartbeats`);
-      call.cancel();
-    }, STALE_AFTER_HEARTBEATS * this.heartbeatMs);
-    this.silenceTimer.unref();
+    this.silence.arm(STALE_AFTER_HEARTBEATS * this.heartbeatMs, this.heartbeatMs);
   }
 
   private lost(call: grpc.ClientReadableStream<unknown>, reason: string): void {
     if (this.call !== call || this.closed) return;
     this.call = undefined;
-    clearTimeout(this.silenceTimer);
+    this.silence.disarm();
     for (const id of this.workerIds) this.options.pool.disconnected(id);
     if (!this.reportedDown) {
       this.reportedDown = true;
@@ -191,7 +193,7 @@ class WorkerWatch {
   close(): void {
     this.closed = true;
     clearTimeout(this.retryTimer);
-    clearTimeout(this.silenceTimer);
+    this.silence.disarm();
     const call = this.call;
     this.call = undefined;
     call?.cancel();

@@ -6,7 +6,7 @@
  * fixed list (id mod list length), each followed by a space: deterministic, readable, and the
  * same id always gives the same word.
  */
-import { tokenize } from '../../protocol/engine/simulated-tokenizer.js';
+import { forEachToken, tokenize } from '../../protocol/engine/simulated-tokenizer.js';
 import type { PromptTokenizer, TokenDecoder } from './prompt-tokenizer.js';
 
 export const DEFAULT_VOCAB_SIZE = 32_000;
@@ -88,6 +88,7 @@ export function createDefaultTokenizer(vocabSize = DEFAULT_VOCAB_SIZE): PromptTo
   return {
     name: `default (one token per whitespace word, vocab ${vocabSize})`,
     encode: (text) => tokenize(text, vocabSize),
+    eachToken: (text, visit) => forEachToken(text, vocabSize, visit),
     decoder: (): TokenDecoder => ({
       push: (ids) => ids.map(outputWord).join(''),
       flush: () => '',

@@ -54,6 +54,10 @@ export async function loadHuggingFaceTokenizer(path: string): Promise<PromptToke
   return {
     name: `huggingface ${file}`,
     encode: (text) => tokenizer.encode(text).ids,
+    // The package encodes a whole text at once: the ids are visited only afterwards.
+    eachToken: (text, visit) => {
+      for (const id of tokenizer.encode(text).ids) if (!visit(id)) return;
+    },
     decoder: () => windowDecoder((ids) => (ids.length === 0 ? '' : tokenizer.decode(ids, DECODE_OPTIONS))),
   };
 }

@@ -20,6 +20,12 @@ export interface PromptTokenizer {
   /** Shown in logs and startup lines, e.g. "default (whitespace words)". */
   readonly name: string;
   encode(text: string): number[];
+  /**
+   * Each token id of `text` in order, until `visit` returns false: a tokenizer that can stream
+   * (the default one) stops there, so a prompt too large for its message costs no more than the
+   * part that fits.
+   */
+  eachToken(text: string, visit: (id: number) => boolean): void;
   /** A fresh decoder for one output. */
   decoder(): TokenDecoder;
 }

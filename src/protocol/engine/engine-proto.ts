@@ -53,6 +53,11 @@ export interface SamplingParamsMessage {
 export interface GenerateRequestMessage {
   request_id: string;
   tokenized?: { original_text?: string; input_ids?: number[] } | null;
+  /**
+   * The `tokenized` field already encoded (tokenized-input.ts), instead of `tokenized`: the
+   * client's serializer appends these bytes to the other fields' as they are (engine-services.ts).
+   */
+  tokenized_bytes?: Uint8Array;
   text?: string;
   input?: 'tokenized' | 'text';
   sampling_params?: SamplingParamsMessage | null;

@@ -4,6 +4,13 @@
  */
 import type { Readable } from 'node:stream';
 
+/**
+ * The largest message a gRPC server accepts unless configured otherwise (grpc core's and
+ * grpc-js's `grpc.max_receive_message_length` default, 4 MiB): what an engine's Generate server
+ * takes. Larger ones fail with RESOURCE_EXHAUSTED "Received message larger than max".
+ */
+export const GRPC_DEFAULT_MAX_RECEIVE_BYTES = 4 * 1024 * 1024;
+
 export function frameMessage(payload: Uint8Array): Buffer {
   const framed = Buffer.allocUnsafe(5 + payload.length);
   framed.writeUInt8(0, 0);

@@ -45,6 +45,27 @@ describe('frontend config', () => {
     ]);
   });
 
+  it("the body limit is half the workers' message limit by default, and a larger one is accepted with a warning", () => {
+    const c = parseFrontendConfig({}, {});
+    expect(c).toMatchObject({ maxBodyBytes: 2 * 1024 * 1024, workerMaxMessageBytes: 4 * 1024 * 1024, tokenizerThreads: 2 });
+    expect(c.warnings).toEqual([]);
+    expect(parseFrontendConfig({ maxBodyBytes: String(8 * 1024 * 1024) }, {}).warnings).toEqual([
+      "a body limit (8388608 bytes) over half the workers' message limit (4194304 bytes) admits prompts whose Generate message may not fit: those get 413 once tokenized",
+    ]);
+    expect(parseFrontendConfig({ maxBodyBytes: String(8 * 1024 * 1024), workerMaxMessageBytes: String(16 * 1024 * 1024) }, {}).warnings).toEqual([]);
+    expect(parseFrontendConfig({}, { DYN_FRONTEND_TOKENIZER_THREADS: '0' }).tokenizerThreads).toBe(0);
+  });
+
+  it('refuses a message limit under 64 KiB or over int32, and a tokenizer thread count over 64, naming the flag', () => {
+    expect(problemsOf(() => parseFrontendConfig({ workerMaxMessageBytes: '1000', tokenizerThreads: '65' }, {}))).toEqual([
+      expect.stringMatching(/^--worker-max-message-bytes must be/),
+      expect.stringMatching(/^--tokenizer-threads must be/),
+    ]);
+    expect(problemsOf(() => parseFrontendConfig({}, { DYN_FRONTEND_WORKER_MAX_MESSAGE_BYTES: String(2 ** 31) }))).toEqual([
+      expect.stringMatching(/^DYN_FRONTEND_WORKER_MAX_MESSAGE_BYTES must be/),
+    ]);
+  });
+
   it("a bad DYN_HTTP_OVERLOAD_STATUS_CODE falls back to 529 with a warning (Dynamo's rule); 200-999 is used as given", () => {
     expect(parseFrontendConfig({}, { DYN_HTTP_OVERLOAD_STATUS_CODE: '503' }).overloadStatus).toBe(503);
     for (const bad of ['150', 'abc', '1000']) {

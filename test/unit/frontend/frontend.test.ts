@@ -94,7 +94,7 @@ describe('startFrontend', () => {
     const decoder = frontend.tokenizer.decoder();
     const text = decoder.push([104, 105]) + decoder.flush();
     expect(await ok.json()).toMatchObject({ object: 'text_completion', model: 'm', choices: [{ text, finish_reason: 'stop' }] });
-    expect(generated.at(-1)).toMatchObject({ tokenized: { original_text: 'hi', input_ids: frontend.tokenizer.encode('hi') }, data_parallel_rank: 0 });
+    expect(generated.at(-1)).toMatchObject({ tokenized: { original_text: '', input_ids: frontend.tokenizer.encode('hi') }, data_parallel_rank: 0 });
 
     const set = await fetch(url(frontend.port, '/busy_threshold'), {
       method: 'POST',

@@ -1,6 +1,7 @@
 // Route decisions as HTTP answers, and the attempt loop: retries after refusals before output, failures, InFlight accounting.
 import { afterEach, describe, expect, it } from 'vitest';
 import { Registry } from 'prom-client';
+import { encodeTokenizedInput } from '../../../../src/protocol/engine/tokenized-input.js';
 import { GrpcStatus } from '../../../../src/protocol/grpc/status.js';
 import { silentLogger } from '../../../../src/platform/log.js';
 import { FrontendMetrics } from '../../../../src/frontend/frontend-metrics.js';
@@ -109,6 +110,18 @@ describe('the attempt loop', () => {
     expect(await metricValue(t.registry, 'dynamo_frontend_retries_total', { model: 'm1' })).toBe(1);
   });
 
+  it("sends every worker tried the prompt's admitted bytes themselves: one copy of the ids per request, never a copy per attempt nor the text again", async () => {
+    t = testApp();
+    t.router.targets = [target('1'), target('2')];
+    t.workers.scripts.set('1', fails(GrpcStatus.RESOURCE_EXHAUSTED, 'Server overloaded: worker at capacity'));
+    expect((await completion({ prompt: 'a b c d' })).statusCode).toBe(200);
+    const [first, second] = t.workers.calls.map((c) => c.request);
+    expect(first!.tokenized_bytes).toBeInstanceOf(Uint8Array);
+    expect(second!.tokenized_bytes).toBe(first!.tokenized_bytes);
+    expect(first!.tokenized).toBeUndefined();
+    expect(first!.text).toBeUndefined();
+  });
+
   it('treats UNAVAILABLE before any output as an unreachable worker and retries', async () => {
     t = testApp();
     t.router.targets = [target('1'), target('2')];
@@ -212,7 +225,7 @@ describe('the attempt loop', () => {
       close: () => {},
     };
     const record = new FrontendMetrics(new Registry()).startRequest('completions');
-    const request = { requestId: 'r1', model: 'm1', promptText: 'hi', promptIds: [1] };
+    const request = { requestId: 'r1', model: 'm1', prompt: { tokens: 1, tokenized: encodeTokenizedInput([1], 64)! } };
     const started = startGeneration({ router: new FakeRouter(), workers, logger: silentLogger }, request, record, new AbortController().signal);
     const error = await started.then(
       () => undefined,

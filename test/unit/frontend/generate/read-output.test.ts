@@ -10,6 +10,7 @@ import type { PromptTokenizer } from '../../../../src/frontend/text/prompt-token
 const letters: PromptTokenizer = {
   name: 'letters',
   encode: () => [],
+  eachToken: () => {},
   decoder: () => ({ push: (ids) => ids.map((id) => String.fromCharCode(97 + id)).join(''), flush: () => '' }),
 };
 

@@ -2,8 +2,11 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { OUTPUT_WORDS } from '../../../../src/frontend/text/default-tokenizer.js';
 import { createDefaultTokenizer } from '../../../../src/frontend/text/default-tokenizer.js';
+import { PromptAdmission } from '../../../../src/frontend/generate/prompt-admission.js';
+import { PromptEncoder } from '../../../../src/frontend/text/prompt-encoder.js';
+import type { PromptTokenizer } from '../../../../src/frontend/text/prompt-tokenizer.js';
 import { waitFor } from '../../../support/wait.js';
-import { metricValue, sseEvents, streams, testApp, type TestApp } from '../../../support/frontend-fakes.js';
+import { metricValue, sentTokenized, sseEvents, streams, testApp, type TestApp } from '../../../support/frontend-fakes.js';
 
 let t: TestApp;
 afterEach(async () => {
@@ -63,16 +66,13 @@ describe('non-streaming answers', () => {
     });
   });
 
-  it('send the worker a tokenized, always-streaming Generate with the sampling parameters', async () => {
+  it('send the worker a tokenized, always-streaming Generate with the sampling parameters, and the ids without a second copy of the text', async () => {
     t = testApp();
     await chat({ max_tokens: 7, temperature: 0.5, seed: 42, user: 'someone', logit_bias: {}, tools: [] });
     const prompt = 'user: hi there\nassistant:';
-    expect(t.workers.calls[0]!.request).toEqual({
-      request_id: 'req1',
-      tokenized: { original_text: prompt, input_ids: createDefaultTokenizer().encode(prompt) },
-      sampling_params: { n: 1, max_tokens: 7, temperature: 0.5, seed: 42 },
-      stream: true,
-    });
+    const { tokenized_bytes: _bytes, ...rest } = t.workers.calls[0]!.request;
+    expect(rest).toEqual({ request_id: 'req1', sampling_params: { n: 1, max_tokens: 7, temperature: 0.5, seed: 42 }, stream: true });
+    expect(sentTokenized(t.workers.calls[0]!.request)).toEqual({ original_text: '', input_ids: createDefaultTokenizer().encode(prompt) });
     expect(t.router.routeCalls[0]).toEqual({ model: 'm1', tried: [], promptTokens: 4 });
   });
 
@@ -85,9 +85,9 @@ describe('non-streaming answers', () => {
   it('accept a completion prompt given as token ids or as a one-string array', async () => {
     t = testApp();
     expect((await completion({ prompt: [11, 12, 13] })).statusCode).toBe(200);
-    expect(t.workers.calls[0]!.request.tokenized).toEqual({ original_text: '', input_ids: [11, 12, 13] });
+    expect(sentTokenized(t.workers.calls[0]!.request)).toEqual({ original_text: '', input_ids: [11, 12, 13] });
     expect((await completion({ prompt: ['a b'] })).statusCode).toBe(200);
-    expect(t.workers.calls[1]!.request.tokenized?.input_ids).toHaveLength(2);
+    expect(sentTokenized(t.workers.calls[1]!.request)?.input_ids).toHaveLength(2);
   });
 
   it('accept chat content as an array of text parts', async () => {
@@ -104,7 +104,7 @@ describe('non-streaming answers', () => {
       ],
     });
     expect(res.statusCode).toBe(200);
-    expect(t.workers.calls[0]!.request.tokenized?.original_text).toBe('user: hi there\nassistant:');
+    expect(sentTokenized(t.workers.calls[0]!.request)?.input_ids).toEqual(createDefaultTokenizer().encode('user: hi there\nassistant:'));
   });
 });
 
@@ -243,6 +243,28 @@ describe('request errors', () => {
       code: 413,
       error: { message: expect.any(String), type: 'PayloadTooLarge', code: 413 },
     });
+  });
+
+  it("refuse with 413, before any worker is called, a prompt whose Generate message would not fit the workers' message limit", async () => {
+    const limit = 64 * 1024;
+    t = testApp({ options: { bodyLimitBytes: 1024 * 1024 }, prompts: new PromptAdmission(new PromptEncoder(createDefaultTokenizer()), limit) });
+    // 100,000 words of one 2-byte id each: about 200 KB of ids against a 64 KiB message.
+    for (const res of [await completion({ prompt: 'a '.repeat(100_000) }), await completion({ prompt: Array.from({ length: 70_000 }, () => 1) })]) {
+      expect(res.statusCode).toBe(413);
+      const message = `the prompt is too large for a worker: its Generate message would exceed ${limit} bytes (the workers' gRPC message limit); shorten the prompt`;
+      expect(res.json()).toEqual({ message, type: 'PayloadTooLarge', code: 413, error: { message, type: 'PayloadTooLarge', code: 413 } });
+    }
+    expect(t.workers.calls).toHaveLength(0);
+    expect(await metricValue(t.registry, 'dynamo_frontend_requests_total', { model: 'm1', endpoint: 'completions', status: '413' })).toBe(2);
+    // Just under the limit is sent whole.
+    expect((await completion({ prompt: 'a '.repeat(30_000) })).statusCode).toBe(200);
+    expect(sentTokenized(t.workers.calls[0]!.request)?.input_ids).toHaveLength(30_000);
+  });
+
+  it('refuse a chat whose prompt has no tokens, naming messages', async () => {
+    const silent: PromptTokenizer = { ...createDefaultTokenizer(), eachToken: () => {} };
+    t = testApp({ prompts: new PromptAdmission(new PromptEncoder(silent), 1 << 20) });
+    expectBadRequest(await chat({}), 'body/messages: the prompt has no tokens');
   });
 
   it('count rejected bodies under the "unknown" model label with their status', async () => {

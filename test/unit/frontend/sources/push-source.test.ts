@@ -159,6 +159,29 @@ describe('PushLoadSource', () => {
     await nthStream(2);
   });
 
+  it("does not take a stall of its own event loop, longer than the silence window, for the sidecar's silence", async () => {
+    start();
+    await nthStream(1);
+    // Heartbeat 50 ms: silence is judged after 150 ms. The stand-in keeps sending every 10 ms.
+    sidecar.streams[0]!.write({ ranks: [rank(11, { heartbeat_ms: 50 })] });
+    await waitFor(() => pool.get('11') !== undefined, 'the worker');
+    const stream = sidecar.streams[0]!;
+    const beat = setInterval(() => stream.write({ ranks: [rank(11, { heartbeat_ms: 50 })] }), 10);
+    try {
+      await waitFor(() => applied >= 3, 'the updates flowing');
+      // The frontend's loop blocked for 500 ms, as tokenizing a huge prompt on it did.
+      const until = performance.now() + 500;
+      while (performance.now() < until);
+      const before = applied;
+      await waitFor(() => applied >= before + 5, 'updates read after the stall');
+    } finally {
+      clearInterval(beat);
+    }
+    expect(sidecar.cancelled).toBe(0);
+    expect(pool.get('11')!.connected).toBe(true);
+    expect(logger.find('worker load stream lost: worker not routable until it is back')).toEqual([]);
+  });
+
   it('makes a new client with the reloaded TLS files for the next stream', async () => {
     let generation = 1;
     let channels = 0;

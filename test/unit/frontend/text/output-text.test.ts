@@ -9,6 +9,7 @@ function letterTokenizer(tail = ''): PromptTokenizer & { decoders: number } {
     name: 'letters',
     decoders: 0,
     encode: () => [],
+    eachToken: () => {},
     decoder(): TokenDecoder {
       tokenizer.decoders++;
       let flushed = false;

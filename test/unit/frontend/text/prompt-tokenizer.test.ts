@@ -26,6 +26,16 @@ describe.each(implementations)('the %s tokenizer', (_, load) => {
     expect(tokenizer.encode('')).toEqual([]);
   });
 
+  it('visits the ids encode gives, in order, and stops when the visitor says so', async () => {
+    const tokenizer = await load();
+    const all: number[] = [];
+    tokenizer.eachToken('hello world hello', (id) => all.push(id) > 0);
+    expect(all).toEqual(tokenizer.encode('hello world hello'));
+    const first: number[] = [];
+    tokenizer.eachToken('hello world hello', (id) => first.push(id) < 1);
+    expect(first).toEqual(all.slice(0, 1));
+  });
+
   it('gives independent decoders: one output does not change another', async () => {
     const tokenizer = await load();
     const ids = tokenizer.encode('hello world');

@@ -1,91 +1,64 @@
-/**
- * The gRPC service constructors built from the repo's .proto files: every RPC the engine,
- * the frontend and the load tool call, at its wire path and with its streaming shape, built
- * once per process, and serializing with the same message definitions the sidecar decodes.
- */
-import { afterEach, describe, expect, it, vi } from 'vitest';
-import { vllmEngineMessage, type GenerateRequestMessage } from '../../../../src/protocol/engine/engine-proto.js';
-import { healthService, vllmEngineService } from '../../../../src/protocol/engine/engine-services.js';
+// The engine's gRPC service for grpc-js: a Generate request may carry its prompt as pre-encoded bytes, which the engine decodes as tokenized.input_ids.
+import * as grpc from '@grpc/grpc-js';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { GenerateRequestMessage } from '../../../../src/protocol/engine/engine-proto.js';
+import { vllmEngineService } from '../../../../src/protocol/engine/engine-services.js';
+import { encodeTokenizedInput } from '../../../../src/protocol/engine/tokenized-input.js';
 
-const shape = (ctor: ReturnType<typeof vllmEngineService>) =>
-  Object.fromEntries(
-    Object.entries(ctor.service).map(([name, m]) => [name, { path: m.path, requestStream: m.requestStream, responseStream: m.responseStream }]),
+let server: grpc.Server;
+let client: grpc.Client;
+const received: GenerateRequestMessage[] = [];
+
+beforeAll(async () => {
+  server = new grpc.Server();
+  server.addService(vllmEngineService().service, {
+    Generate: (call: grpc.ServerWritableStream<GenerateRequestMessage, object>) => {
+      received.push(call.request);
+      call.end();
+    },
+  });
+  const port = await new Promise<number>((resolve, reject) =>
+    server.bindAsync('127.0.0.1:0', grpc.ServerCredentials.createInsecure(), (err, p) => (err ? reject(err) : resolve(p))),
   );
-
-afterEach(() => {
-  vi.doUnmock('@grpc/grpc-js');
-  vi.resetModules();
+  const Ctor = vllmEngineService();
+  client = new Ctor(`127.0.0.1:${port}`, grpc.credentials.createInsecure());
+});
+afterAll(() => {
+  client?.close();
+  server?.forceShutdown();
 });
 
-describe('vllmEngineService', () => {
-  it('has every RPC of vllm.grpc.engine.VllmEngine at its path; only Generate streams, server-side', () => {
-    const unary = (name: string) => ({ path: `/vllm.grpc.engine.VllmEngine/${name}`, requestStream: false, responseStream: false });
-    expect(shape(vllmEngineService())).toEqual({
-      Generate: { path: '/vllm.grpc.engine.VllmEngine/Generate', requestStream: false, responseStream: true },
-      HealthCheck: unary('HealthCheck'),
-      Abort: unary('Abort'),
-      GetModelInfo: unary('GetModelInfo'),
-      GetServerInfo: unary('GetServerInfo'),
-      GetLoads: unary('GetLoads'),
-    });
+function generate(request: GenerateRequestMessage): Promise<void> {
+  const call = (client as unknown as { Generate(r: GenerateRequestMessage): grpc.ClientReadableStream<unknown> }).Generate(request);
+  return new Promise((resolve, reject) => {
+    call.on('data', () => {});
+    call.on('status', (status: grpc.StatusObject) => (status.code === grpc.status.OK ? resolve() : reject(new Error(status.details))));
+    call.on('error', () => {});
   });
+}
 
-  it('is built once: every caller gets the same constructor', () => {
-    expect(vllmEngineService()).toBe(vllmEngineService());
-    expect(typeof vllmEngineService()).toBe('function');
-  });
-
-  it('serializes a Generate request byte for byte as the message definition does, and back', () => {
-    const request: GenerateRequestMessage = {
+describe('vllmEngineService Generate', () => {
+  it('sends tokenized_bytes as the tokenized field, beside the fields given as objects', async () => {
+    const ids = [5, 300, 70_000];
+    await generate({
       request_id: 'r1',
-      tokenized: { input_ids: [1, 2, 3] },
-      sampling_params: { max_tokens: 4 },
+      tokenized_bytes: encodeTokenizedInput(ids, 1024)!,
+      sampling_params: { max_tokens: 7 },
       stream: true,
-      data_parallel_rank: 0,
-    };
-    const generate = vllmEngineService().service['Generate']!;
-    const wire = generate.requestSerialize(request);
-    expect(wire).toEqual(vllmEngineMessage('GenerateRequest').serialize(request));
-    expect(generate.requestDeserialize(wire)).toMatchObject({ request_id: 'r1', input: 'tokenized', data_parallel_rank: 0 });
-  });
-});
-
-describe('healthService', () => {
-  it('has Check and List (unary) and Watch (server streaming) of grpc.health.v1.Health', () => {
-    expect(shape(healthService())).toEqual({
-      Check: { path: '/grpc.health.v1.Health/Check', requestStream: false, responseStream: false },
-      List: { path: '/grpc.health.v1.Health/List', requestStream: false, responseStream: false },
-      Watch: { path: '/grpc.health.v1.Health/Watch', requestStream: false, responseStream: true },
+      data_parallel_rank: 1,
     });
-    expect(healthService()).toBe(healthService());
-    expect(healthService()).not.toBe(vllmEngineService());
-  });
-
-  it('reads the serving status as its enum name', () => {
-    const check = healthService().service['Check']!;
-    // HealthCheckResponse { status = 1 }: SERVING is 1.
-    expect(check.responseDeserialize(Buffer.from([0x08, 0x01]))).toEqual({ status: 'SERVING' });
-    expect(check.responseDeserialize(Buffer.from([0x08, 0x02]))).toEqual({ status: 'NOT_SERVING' });
-  });
-});
-
-describe('a service missing from its definition', () => {
-  it('is an error naming the service and the file', async () => {
-    vi.resetModules();
-    vi.doMock('@grpc/grpc-js', async (importOriginal) => {
-      const real = await importOriginal<typeof import('@grpc/grpc-js')>();
-      // The package is there, the service is not (a .proto that renamed it).
-      return { ...real, loadPackageDefinition: () => ({ vllm: { grpc: { engine: {} } }, grpc: { health: { v1: {} } } }) };
+    expect(received.at(-1)).toMatchObject({
+      request_id: 'r1',
+      input: 'tokenized',
+      tokenized: { original_text: '', input_ids: ids },
+      sampling_params: { max_tokens: 7 },
+      stream: true,
+      data_parallel_rank: 1,
     });
-    const fresh = await import('../../../../src/protocol/engine/engine-services.js');
-    expect(() => fresh.vllmEngineService()).toThrow('service vllm.grpc.engine.VllmEngine not found in vllm/vllm_engine.proto');
-    expect(() => fresh.healthService()).toThrow('service grpc.health.v1.Health not found in grpc/health/v1/health.proto');
   });
 
-  it('is the same error when a package on the way is missing too', async () => {
-    vi.resetModules();
-    vi.doMock('@grpc/grpc-js', async (importOriginal) => ({ ...(await importOriginal<typeof import('@grpc/grpc-js')>()), loadPackageDefinition: () => ({}) }));
-    const fresh = await import('../../../../src/protocol/engine/engine-services.js');
-    expect(() => fresh.vllmEngineService()).toThrow('service vllm.grpc.engine.VllmEngine not found in vllm/vllm_engine.proto');
+  it('still serializes a request given wholly as an object', async () => {
+    await generate({ request_id: 'r2', tokenized: { original_text: 'x', input_ids: [1, 2] }, stream: false });
+    expect(received.at(-1)).toMatchObject({ request_id: 'r2', tokenized: { original_text: 'x', input_ids: [1, 2] }, stream: false });
   });
 });

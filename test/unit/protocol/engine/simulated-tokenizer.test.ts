@@ -1,47 +1,48 @@
-/**
- * The simulated engine's text tokenizer (also the frontend's default): one token per
- * whitespace-separated word, id FNV-1a(word) mod (vocabSize - 1) + 1, so ids stay in
- * 1 .. vocabSize - 1 and the same word always gets the same id.
- */
+// The simulated tokenizer: one token per whitespace word, id FNV-1a(UTF-8 bytes) mod (vocab - 1) + 1, in one pass.
 import { describe, expect, it } from 'vitest';
-import { fnv1a } from '../../../../src/platform/prng.js';
-import { tokenize } from '../../../../src/protocol/engine/simulated-tokenizer.js';
+import { mulberry32 } from '../../../../src/platform/prng.js';
+import { forEachToken, tokenize } from '../../../../src/protocol/engine/simulated-tokenizer.js';
+
+/** FNV-1a over the UTF-8 bytes Buffer gives (a lone surrogate as U+FFFD). */
+function fnv1a(text: string): number {
+  let h = 0x811c9dc5;
+  for (const byte of Buffer.from(text, 'utf8')) h = Math.imul(h ^ byte, 0x01000193);
+  return h >>> 0;
+}
+
+/** The rule written the obvious way (a regex split and a Buffer per word): what the one-pass scanner must equal. */
+const byTheRule = (text: string, vocab: number): number[] =>
+  text
+    .split(/\s+/u)
+    .filter((w) => w !== '')
+    .map((w) => (fnv1a(w) % (vocab - 1)) + 1);
+
+const SPACES = [' ', '\t', '\n', '\v', '\f', '\r', '\u00a0', '\u1680', '\u2000', '\u200a', '\u2028', '\u2029', '\u202f', '\u205f', '\u3000', '\ufeff'];
+const NOT_SPACES = ['a', 'Z', '0', '-', '\u0085', '\u200b', 'é', '€', '中', '😀', '\ud800', '\udfff', '\u0000', '\u007f', '\u07ff', '\u0800', '\uffff'];
 
 describe('tokenize', () => {
-  it('gives one token per word, whatever the run of whitespace between words', () => {
-    expect(tokenize('hello  big world', 32_000)).toHaveLength(3);
-    expect(tokenize('a\tb\nc\r\nd', 32_000)).toHaveLength(4);
-    // Unicode whitespace separates too: no-break space, ideographic space, line separator.
-    expect(tokenize('a\u00a0b\u3000c\u2028d', 32_000)).toHaveLength(4);
+  it('gives one id per whitespace-separated word, the same for the same word, never 0', () => {
+    const ids = tokenize('hello  big\tworld hello', 32_000);
+    expect(ids).toHaveLength(4);
+    expect(ids[0]).toBe(ids[3]);
+    expect(ids.every((id) => id >= 1 && id < 32_000)).toBe(true);
+    expect(tokenize(' \n\t ', 32_000)).toEqual([]);
   });
 
-  it('gives no token for empty or whitespace-only text, and none for leading or trailing whitespace', () => {
-    expect(tokenize('', 32_000)).toEqual([]);
-    expect(tokenize(' \t\n ', 32_000)).toEqual([]);
-    expect(tokenize('  hello world  \n', 32_000)).toEqual(tokenize('hello world', 32_000));
-  });
-
-  it('computes each id as FNV-1a(word) mod (vocabSize - 1) + 1', () => {
-    const words = ['The', 'quick', 'brown', 'fox,', 'naïve', '日本語'];
-    for (const vocab of [2, 3, 1000, 32_000, 2 ** 32 - 1]) {
-      expect(tokenize(words.join(' '), vocab)).toEqual(words.map((w) => (fnv1a(w) % (vocab - 1)) + 1));
+  it('equals the regex-split rule on every kind of whitespace, multi-byte character and lone surrogate', () => {
+    const random = mulberry32(7);
+    const pieces = [...SPACES, ...NOT_SPACES];
+    for (let round = 0; round < 300; round++) {
+      let text = '';
+      const length = Math.floor(random() * 40);
+      for (let i = 0; i < length; i++) text += pieces[Math.floor(random() * pieces.length)]!;
+      expect(tokenize(text, 1000), JSON.stringify(text)).toEqual(byTheRule(text, 1000));
     }
   });
 
-  it('keeps every id in 1 .. vocabSize - 1 (0 never appears)', () => {
-    const text = Array.from({ length: 2000 }, (_, i) => `w${i}`).join(' ');
-    for (const vocab of [2, 3, 17]) {
-      const ids = tokenize(text, vocab);
-      expect(Math.min(...ids)).toBe(1);
-      expect(Math.max(...ids)).toBe(vocab - 1);
-    }
-  });
-
-  it('maps the same word to the same id wherever it appears; punctuation and case make another word', () => {
-    const [a, b, c, d, e] = tokenize('world hello world World world,', 32_000);
-    expect(c).toBe(a);
-    expect(b).not.toBe(a);
-    expect(d).not.toBe(a);
-    expect(e).not.toBe(a);
+  it('stops as soon as the visitor says so', () => {
+    const seen: number[] = [];
+    forEachToken('a b c d', 32_000, (id) => seen.push(id) < 2);
+    expect(seen).toEqual(tokenize('a b', 32_000));
   });
 });
