@@ -13,6 +13,7 @@ const WITHOUT_UNIT_TEST: Readonly<Record<string, string>> = {
   'sidecar/sidecar.ts': 'the composition root: every part it wires is unit-tested; the whole is tested by test/integration/sidecar',
   'sidecar/proxy/call-context.ts': 'types only',
   'sidecar/proxy/local-service.ts': 'types only',
+  'frontend/text/tokenizer-thread.ts': "a worker thread's entry point, run on import: tokenizer-pool.test.ts runs it in real threads",
 };
 
 function sourceModules(dir = join(ROOT, 'src')): string[] {

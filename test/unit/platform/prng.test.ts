@@ -5,19 +5,12 @@
  * no longer repeats.
  */
 import { describe, expect, it } from 'vitest';
-import { fnv1a, hashTokens, mix32, mulberry32 } from '../../../src/platform/prng.js';
+import { hashTokens, mix32, mulberry32 } from '../../../src/platform/prng.js';
 
 const draws = (seed: number, n: number): number[] => {
   const random = mulberry32(seed);
   return Array.from({ length: n }, () => random());
 };
-
-/** FNV-1a 32 written from its definition with BigInt arithmetic, independent of Math.imul. */
-function fnv1aReference(bytes: Iterable<number>): number {
-  let h = 0x811c9dc5n;
-  for (const byte of bytes) h = ((h ^ BigInt(byte)) * 0x01000193n) % 2n ** 32n;
-  return Number(h);
-}
 
 describe('mulberry32', () => {
   it('gives the reference sequence for a seed', () => {
@@ -89,23 +82,6 @@ describe('mix32', () => {
     const mean = flipped / trials;
     expect(mean).toBeGreaterThan(14);
     expect(mean).toBeLessThan(18);
-  });
-});
-
-describe('fnv1a', () => {
-  it.each([
-    ['', 0x811c9dc5],
-    ['a', 0xe40c292c],
-    ['foobar', 0xbf9cf968],
-  ])('hashes %j to the published FNV-1a 32 test vector', (text, expected) => {
-    expect(fnv1a(text)).toBe(expected);
-  });
-
-  it('hashes the UTF-8 bytes of the text, not its UTF-16 code units', () => {
-    for (const text of ['héllo', '日本語', '🙂 emoji', 'a\u0000b']) {
-      expect(fnv1a(text)).toBe(fnv1aReference(Buffer.from(text, 'utf8')));
-    }
-    expect(fnv1a('é')).not.toBe(fnv1aReference(Buffer.from('é', 'latin1')));
   });
 });
 
