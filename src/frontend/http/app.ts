@@ -7,7 +7,9 @@
  * Routes: OpenAI (/v1/models, /v1/completions, /v1/chat/completions), /busy_threshold (unless
  * the admin API is off), /live, /ready, /metrics. Bodies are JSON only (text/plain's default
  * parser is removed, so it gets 415 like any other type); ajv does not coerce types, so
- * "temperature": "0.5" is a 400, as with OpenAI.
+ * "temperature": "0.5" is a 400, as with OpenAI. Each listener has the timeouts and the
+ * connection cap of server-limits.ts, and answers Fastify's and node's own errors in the
+ * error table's shape (framework-errors.ts).
  */
 import { randomUUID } from 'node:crypto';
 import { Server as HttpsServer } from 'node:https';
@@ -79,7 +81,8 @@ const SYSTEM_CLOCK: FrontendClock = { now: () => Date.now(), monotonic: () => pe
 export function buildFrontendApp(deps: FrontendAppDeps): FastifyInstance {
   const { options, logger } = deps;
   const clock = deps.clock ?? SYSTEM_CLOCK;
-  const app = newFastify({ ...options, errors: { overloadStatus: options.overloadStatus }, logger, tls: deps.tls });
+  const errors = { overloadStatus: options.overloadStatus };
+  const app = newFastify({ bodyLimitBytes: options.bodyLimitBytes, limits: options.limits, errors, logger, tls: deps.tls });
   capConnections(app.server, options.limits, droppedConnectionsCounter(deps.registry));
   void app.register(fastifySSE, { heartbeatInterval: options.sseHeartbeatMs ?? 15_000 });
 
@@ -105,7 +108,8 @@ export function buildFrontendApp(deps: FrontendAppDeps): FastifyInstance {
 export function buildAdminApp(
   deps: Pick<FrontendAppDeps, 'router' | 'thresholds' | 'logger' | 'tls'> & Pick<FrontendAppOptions, 'bodyLimitBytes' | 'overloadStatus' | 'limits'>,
 ): FastifyInstance {
-  const app = newFastify({ ...deps, errors: { overloadStatus: deps.overloadStatus } });
+  const errors = { overloadStatus: deps.overloadStatus };
+  const app = newFastify({ bodyLimitBytes: deps.bodyLimitBytes, limits: deps.limits, errors, logger: deps.logger, tls: deps.tls });
   capConnections(app.server, deps.limits);
   void app.register(busyThresholdRoutes, { router: deps.router, thresholds: deps.thresholds, logger: deps.logger });
   return app;

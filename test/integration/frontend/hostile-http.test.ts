@@ -25,7 +25,9 @@ let model: string;
 const sockets: RawHttp1[] = [];
 
 beforeAll(async () => {
-  worker = await sys.worker({ engine: ['--decode-step-ms', String(DECODE_STEP_MS)] });
+  // A 1 s heartbeat (the helper's is 200 ms): a machine busy with other tests must not make the
+  // worker's load stale (3 heartbeats) and the normal request that ends each case a 503.
+  worker = await sys.worker({ engine: ['--decode-step-ms', String(DECODE_STEP_MS)], sidecar: ['--load-heartbeat-ms', '1000'] });
   model = worker.engine.model;
   frontend = await sys.frontend([
     '--worker',
@@ -62,10 +64,11 @@ function expectErrorShape(body: string, code: number): void {
 
 /** How every case ends: alive, serving, and nothing left in flight in the frontend or the engine. */
 async function expectHealthy(): Promise<void> {
-  expect(frontend.proc.exitCode).toBeNull();
-  expect(frontend.proc.signalCode).toBeNull();
+  const log = () => `frontend stderr: ${frontend.stderr().slice(-3000)}`;
+  expect(frontend.proc.exitCode, log()).toBeNull();
+  expect(frontend.proc.signalCode, log()).toBeNull();
   const res = await frontend.post('/v1/chat/completions', chatBody());
-  expect(res.status, res.body).toBe(200);
+  expect(res.status, `${res.body}\n${log()}`).toBe(200);
   await waitFor(async () => (await frontend.metric('dynamo_frontend_inflight_requests')) === 0, 'the frontend to have no request in flight', 5000);
   await waitFor(async () => (await worker.sidecar.metric('dynamo_engine_request')) === 0, 'the engine to have no request in flight', 5000);
 }
