@@ -3,7 +3,9 @@
  * RESOURCE_EXHAUSTED ("Received message larger than max"), the same code as a sidecar's
  * admission refusal. It is the request's fault, not the worker's load: the client gets a 4xx,
  * and the worker must not be marked overloaded (one such request would otherwise make every
- * worker refuse everyone for the overload lease).
+ * worker refuse everyone for the overload lease). The frontend refuses such prompts itself
+ * (huge-prompt-stall.test.ts); here it is told the workers take 64 MiB messages, so the engine's
+ * own refusal is what the client gets, as with a misconfigured --worker-max-message-bytes.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseSidecarConfig } from '../../../src/sidecar/config/sidecar-config.js';
@@ -23,7 +25,14 @@ beforeAll(async () => {
   const config = parseSidecarConfig({ listen: '127.0.0.1:0', systemHost: '127.0.0.1', systemPort: '0', engineRequestLimit: '4' }, {});
   sidecar = await startSidecar(config, { logger: recordingLogger(), upstream: { host: '127.0.0.1', port: engine.grpcPort } });
   const frontendConfig = parseFrontendConfig(
-    { httpHost: '127.0.0.1', httpPort: '0', workers: [`127.0.0.1:${sidecar.ingressPort}`], overloadLeaseMs: '60000' },
+    {
+      httpHost: '127.0.0.1',
+      httpPort: '0',
+      workers: [`127.0.0.1:${sidecar.ingressPort}`],
+      overloadLeaseMs: '60000',
+      maxBodyBytes: String(32 * 1024 * 1024),
+      workerMaxMessageBytes: String(64 * 1024 * 1024),
+    },
     {},
   );
   frontend = await startFrontend(frontendConfig, { logger: recordingLogger() });
@@ -44,7 +53,8 @@ const complete = (prompt: string) =>
 
 describe('a prompt larger than a gRPC message may be', () => {
   it('is a 4xx for that client, and the worker keeps serving everyone else', async () => {
-    const huge = 'word '.repeat(1_200_000);
+    // 2.5 million ids of 2 or 3 bytes: over the engine's 4 MiB.
+    const huge = 'word '.repeat(2_500_000);
     const response = await complete(huge);
     const body = (await response.json()) as { error: { message: string } };
     expect(response.status).toBeGreaterThanOrEqual(400);
