@@ -22,7 +22,7 @@ import { dirname, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { REPO_ROOT, SIDECAR_MAIN } from './lib/paths.js';
 import { rssBytes } from './lib/proc.js';
-import { spawnProcess, stopAll, type BenchProcess } from './lib/spawn.js';
+import { spawnProcess, stopAll, type BenchProcess, localSidecarEnv } from './lib/spawn.js';
 import { distribution, spread, type Spread } from './lib/stats.js';
 import { writeBarChart } from './report/svg.js';
 import { formatNumber, formatSpread, renderTable } from './report/table.js';
@@ -114,14 +114,10 @@ async function startWorker(index: number): Promise<string> {
   const engineAddress = (await engine.waitFor(/simulated engine ready grpc=(\S+)/u))[1]!;
   const sidecar = spawnProcess(`sidecar ${index}`, process.execPath, [cli, '--upstream', engineAddress], {
     cwd: REPO_ROOT,
-    env: {
-      ...process.env,
-      DYN_SIDECAR_LISTEN: '127.0.0.1:0',
-      DYN_SYSTEM_HOST: '127.0.0.1',
-      DYN_SYSTEM_PORT: '0',
+    env: localSidecarEnv({
       DYN_LOAD_HEARTBEAT_MS: '1000',
       DYN_LOG_LEVEL: 'error',
-    },
+    }),
   });
   const listening = await sidecar.waitFor(/listening on \S+:(\d+), upstream/u);
   return `127.0.0.1:${listening[1]}`;

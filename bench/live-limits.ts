@@ -18,7 +18,7 @@ import type { GenerateRequestMessage } from '../src/protocol/engine/engine-proto
 import { vllmEngineService } from '../src/protocol/engine/engine-services.js';
 import { startSimulatedEngine } from '../src/tools/engine/index.js';
 import { REPO_ROOT, SIDECAR_MAIN } from './lib/paths.js';
-import { spawnProcess, stopAll } from './lib/spawn.js';
+import { spawnProcess, stopAll, localSidecarEnv } from './lib/spawn.js';
 
 const { values } = parseArgs({
   options: {
@@ -51,16 +51,12 @@ interface Sample {
 const engine = await startSimulatedEngine({ host: '127.0.0.1', port: 0, metricsPort: 0, decodeStepMs: 20 });
 const sidecar = spawnProcess('sidecar', process.execPath, [SIDECAR_MAIN, '--upstream', engine.address, '--engine-request-limit', String(limits[0])], {
   cwd: REPO_ROOT,
-  env: {
-    ...process.env,
-    DYN_SIDECAR_LISTEN: '127.0.0.1:0',
-    DYN_SYSTEM_HOST: '127.0.0.1',
-    DYN_SYSTEM_PORT: '0',
+  env: localSidecarEnv({
     DYN_DYNAMO_REQUEST_QUEUE_LIMIT: String(callers), // every caller fits: the change, not a rejection, is measured
     DYN_SIDECAR_ADMIN_TOKEN: TOKEN,
     DYN_ENGINE_LOAD_SOURCE: 'traffic',
     DYN_LOG_LEVEL: 'warn',
-  },
+  }),
 });
 const listening = await sidecar.waitFor(/listening on \S+:(\d+), upstream .*, system port (\d+)/, 15_000);
 const client = new (vllmEngineService())(`127.0.0.1:${listening[1]}`, grpc.credentials.createInsecure());

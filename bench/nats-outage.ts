@@ -23,7 +23,7 @@ import { startSimulatedEngine } from '../src/tools/engine/index.js';
 import { runLoad } from '../src/tools/load/run.js';
 import { REPO_ROOT, SIDECAR_MAIN } from './lib/paths.js';
 import { rssBytes } from './lib/proc.js';
-import { freePort, spawnProcess, stopAll, waitForPort } from './lib/spawn.js';
+import { freePort, spawnProcess, stopAll, waitForPort, localSidecarEnv } from './lib/spawn.js';
 import { median, spread, type Spread } from './lib/stats.js';
 import { writeBarChart } from './report/svg.js';
 import { formatNumber, formatSpread, renderTable } from './report/table.js';
@@ -93,16 +93,12 @@ async function oneRound(index: number): Promise<Round> {
   try {
     const sidecar = spawnProcess('sidecar', process.execPath, [SIDECAR_MAIN, '--upstream', engine.address, '--engine-request-limit', '16'], {
       cwd: REPO_ROOT,
-      env: {
-        ...process.env,
-        DYN_SIDECAR_LISTEN: '127.0.0.1:0',
-        DYN_SYSTEM_HOST: '127.0.0.1',
-        DYN_SYSTEM_PORT: '0',
+      env: localSidecarEnv({
         DYN_DYNAMO_REQUEST_QUEUE_LIMIT: '16',
         NATS_SERVER: `nats://127.0.0.1:${natsPort}`,
         DYN_LOAD_HEARTBEAT_MS: '200',
         DYN_LOG_LEVEL: 'error',
-      },
+      }),
     });
     const listening = await sidecar.waitFor(/listening on \S+:(\d+), upstream .*, system port (\d+)/, 15_000);
     const target = `127.0.0.1:${listening[1]}`;

@@ -25,7 +25,7 @@ import { parseArgs } from 'node:util';
 import { runLoad } from '../src/tools/load/run.js';
 import type { LoadSummary } from '../src/tools/load/stats.js';
 import { REPO_ROOT, SIDECAR_MAIN } from './lib/paths.js';
-import { spawnProcess, stopAll } from './lib/spawn.js';
+import { spawnProcess, stopAll, localSidecarEnv } from './lib/spawn.js';
 import { spread, type Spread } from './lib/stats.js';
 import { lineChartSvg } from './report/svg.js';
 import { formatSpread, renderTable } from './report/table.js';
@@ -108,7 +108,7 @@ async function startSystem(config: ConfigName): Promise<System> {
     const ready = await engine.waitFor(/grpc=(\S+) metrics=(\S+)/, 15_000);
     const sidecar = spawnProcess(`sidecar-${i}`, process.execPath, [SIDECAR_MAIN, '--upstream', ready[1]!, '--engine-metrics-url', ready[2]!, ...sidecarArgs], {
       cwd: REPO_ROOT,
-      env: { ...process.env, DYN_SIDECAR_LISTEN: '127.0.0.1:0', DYN_SYSTEM_HOST: '127.0.0.1', DYN_SYSTEM_PORT: '0', DYN_LOG_LEVEL: 'error', ...env },
+      env: localSidecarEnv({ DYN_LOG_LEVEL: 'error', ...env }),
     });
     workers.push(`127.0.0.1:${(await sidecar.waitFor(/listening on \S+:(\d+),/, 15_000))[1]}`);
   }

@@ -157,3 +157,8 @@ export async function freePort(): Promise<number> {
 }
 
 export const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+
+/** A sidecar's environment for the benchmarks: the caller's, with its gRPC and system ports picked by the OS on 127.0.0.1, and `extra` on top. */
+export function localSidecarEnv(extra: Record<string, string> = {}): NodeJS.ProcessEnv {
+  return { ...process.env, DYN_SIDECAR_LISTEN: '127.0.0.1:0', DYN_SYSTEM_HOST: '127.0.0.1', DYN_SYSTEM_PORT: '0', ...extra };
+}

@@ -23,6 +23,7 @@ import { FRONTEND_OPTIONS } from '../../src/frontend/options.js';
 import { createDefaultTokenizer } from '../../src/frontend/text/default-tokenizer.js';
 import type { PromptTokenizer } from '../../src/frontend/text/prompt-tokenizer.js';
 import { silentLogger } from '../../src/platform/log.js';
+import { GrpcStatus } from '../../src/protocol/grpc/status.js';
 
 export const target = (workerId: string, address = `10.0.0.${workerId}:9000`, dpRank = 0): RouteTarget => ({ workerId, address, dpRank });
 
@@ -268,4 +269,17 @@ export async function metricValue(registry: Registry, name: string, labels: Reco
     (v) => Object.entries(labels).every(([k, val]) => String(v.labels[k]) === val) && (v as { metricName?: string }).metricName === undefined,
   );
   return match?.value;
+}
+
+/**
+ * Drives `t` so that every request series of /metrics has a sample (a worker refusal and its
+ * retry, a served completion, a 529), then returns the /metrics text.
+ */
+export async function metricsWithEverySeries(t: TestApp): Promise<string> {
+  t.router.targets = [target('1'), target('2')];
+  t.workers.scripts.set('1', fails(GrpcStatus.RESOURCE_EXHAUSTED));
+  await t.app.inject({ method: 'POST', url: '/v1/chat/completions', payload: { model: 'm1', messages: [{ role: 'user', content: 'x' }] } });
+  t.router.decide = () => ({ kind: 'overloaded', details: OVERLOAD_DETAILS });
+  await t.app.inject({ method: 'POST', url: '/v1/completions', payload: { model: 'm1', prompt: 'x' } });
+  return (await t.app.inject({ method: 'GET', url: '/metrics' })).body;
 }

@@ -1,7 +1,6 @@
 // /live, /ready, /metrics, and the metric names and help (promtool checks the same page in test/integration/frontend/metrics-promtool.test.ts).
 import { afterEach, describe, expect, it } from 'vitest';
-import { GrpcStatus } from '../../../../src/protocol/grpc/status.js';
-import { fails, OVERLOAD_DETAILS, target, testApp, type TestApp } from '../../../support/frontend-fakes.js';
+import { metricsWithEverySeries, testApp, type TestApp } from '../../../support/frontend-fakes.js';
 
 let t: TestApp;
 afterEach(async () => {
@@ -45,12 +44,7 @@ describe('process endpoints', () => {
 describe('frontend metrics', () => {
   it('name every series, all populated', async () => {
     t = testApp();
-    t.router.targets = [target('1'), target('2')];
-    t.workers.scripts.set('1', fails(GrpcStatus.RESOURCE_EXHAUSTED));
-    await t.app.inject({ method: 'POST', url: '/v1/chat/completions', payload: { model: 'm1', messages: [{ role: 'user', content: 'x' }] } });
-    t.router.decide = () => ({ kind: 'overloaded', details: OVERLOAD_DETAILS });
-    await t.app.inject({ method: 'POST', url: '/v1/completions', payload: { model: 'm1', prompt: 'x' } });
-    const text = (await t.app.inject({ method: 'GET', url: '/metrics' })).body;
+    const text = await metricsWithEverySeries(t);
     for (const name of [
       'model_rejection_total',
       'worker_rejections_total',
