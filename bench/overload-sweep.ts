@@ -12,7 +12,7 @@
  *
  *   npm run bench:overload [-- --capacity C] [--multiples 0.25,0.5,0.8,1,2,4,8] [--point-s 20]
  *       [--repeats 3] [--configs unprotected,dynamo,best] [--slo-ttft-ms 500] [--slo-itl-ms 50]
- *       [--seed 1] [--out DIR]
+ *       [--seed 1] [--grace-s 30] [--out DIR]
  *
  * Prints a progress bar, then one Markdown table (median [min..max] over repeats per point and
  * configuration: goodput, p50/p99 TTFT and ITL of admitted requests, 529 share, time to 529),
@@ -39,6 +39,7 @@ const HELP = `usage: npm run bench:overload -- [options]
   --slo-ttft-ms MS      SLO: time to first token (default 500)
   --slo-itl-ms MS       SLO: mean inter-token latency (default 50)
   --seed N              seed of the first run; each run adds its index (default 1)
+  --grace-s S           after a point, time its requests in flight get before they are cancelled (default 30)
   --out DIR             where the table, JSON and plots go (default bench/results/overload)`;
 
 const CONFIGS = {
@@ -67,6 +68,7 @@ const { values } = parseArgs({
     'slo-ttft-ms': { type: 'string', default: '500' },
     'slo-itl-ms': { type: 'string', default: '50' },
     seed: { type: 'string', default: '1' },
+    'grace-s': { type: 'string', default: '30' },
     out: { type: 'string', default: 'bench/results/overload' },
     help: { type: 'boolean', default: false },
   },
@@ -81,6 +83,7 @@ const pointS = Number(values['point-s']);
 const repeats = Number(values.repeats);
 const slo = { sloTtftMs: Number(values['slo-ttft-ms']), sloItlMs: Number(values['slo-itl-ms']) };
 const seed = Number(values.seed);
+const graceS = Number(values['grace-s']);
 const problems = [
   ...(multiples.every((m) => m > 0) ? [] : ['--multiples must be positive numbers']),
   ...(configs.every((c) => c in CONFIGS) ? [] : [`--configs must be among ${Object.keys(CONFIGS).join(', ')}`]),
@@ -88,6 +91,7 @@ const problems = [
   ...(Number.isInteger(repeats) && repeats >= 1 ? [] : ['--repeats must be an integer >= 1']),
   ...(slo.sloTtftMs > 0 && slo.sloItlMs > 0 ? [] : ['--slo-ttft-ms and --slo-itl-ms must be > 0']),
   ...(values.capacity === undefined || Number(values.capacity) > 0 ? [] : ['--capacity must be > 0']),
+  ...(graceS >= 0 ? [] : ['--grace-s must be >= 0']),
 ];
 if (problems.length > 0) {
   console.error(`${problems.join('\n')}\n${HELP}`);
@@ -154,7 +158,7 @@ async function point(config: ConfigName, rate: number, runSeed: number): Promise
       promptTokens: { min: PROMPT_TOKENS, max: PROMPT_TOKENS },
       maxTokens: { min: OUTPUT_TOKENS, max: OUTPUT_TOKENS },
       seed: runSeed,
-      graceS: 30,
+      graceS,
       ...slo,
     });
   } finally {
