@@ -157,10 +157,10 @@ export function streams(ids: number[], finish = 'length', gapMs = 0): Script {
 }
 
 /** Ends at once with a status and no message. */
-export function fails(code: number, details = 'failed'): Script {
+export function fails(code: number, details = 'failed', trailers: Record<string, string> = {}): Script {
   return async (call) => {
     await later(0);
-    call.end({ code, details });
+    call.end({ code, details, metadata: { get: (key: string) => (key in trailers ? [trailers[key]] : []) } });
   };
 }
 

@@ -15,7 +15,7 @@ import { ClientGoneError, FrontendError } from './errors.js';
 import { Generation } from './generation.js';
 import type { WorkerClients } from './worker-clients.js';
 import { WorkerStream } from './worker-stream.js';
-import { refusalOf, workerFailure } from './worker-status.js';
+import { pushbackMsOf, refusalOf, workerFailure } from './worker-status.js';
 
 export interface GenerationRequest {
   /** Sent as the gRPC request_id (the sidecar and engine log it). */
@@ -43,10 +43,12 @@ export async function startGeneration(deps: AttemptDeps, request: GenerationRequ
   const message = generateRequest(request);
   const promptTokens = request.prompt.tokens;
   const tried = new Set<string>();
+  // The soonest any refusing worker expects room: the client's Retry-After if every one refuses.
+  let soonestPushbackMs: number | undefined;
   for (;;) {
     if (signal.aborted) throw new ClientGoneError();
     const decision = router.route(request.model, tried, promptTokens);
-    if (decision.kind !== 'route') throw rejection(decision);
+    if (decision.kind !== 'route') throw rejection(decision, soonestPushbackMs);
     const { target } = decision;
     if (tried.has(target.workerId)) {
       // The contract says the router skips tried workers; trying one again could loop forever.
@@ -93,6 +95,8 @@ export async function startGeneration(deps: AttemptDeps, request: GenerationRequ
     }
     router.workerRefused(target, refusal);
     record.workerRefused(refusal);
+    const pushbackMs = refusal === 'overloaded' ? pushbackMsOf(first.status) : undefined;
+    if (pushbackMs !== undefined) soonestPushbackMs = Math.min(soonestPushbackMs ?? Infinity, pushbackMs);
     tried.add(target.workerId);
     logger.debug('worker refused a request; trying another', { model: request.model, worker_id: target.workerId, reason: refusal, details });
   }
@@ -114,10 +118,10 @@ function generateRequest(request: GenerationRequest): GenerateRequestMessage {
   };
 }
 
-function rejection(decision: Exclude<RouteDecision, { kind: 'route' }>): FrontendError {
+function rejection(decision: Exclude<RouteDecision, { kind: 'route' }>, retryAfterMs: number | undefined): FrontendError {
   switch (decision.kind) {
     case 'overloaded':
-      return new FrontendError('overloaded', 'every worker of the model is busy', { details: decision.details });
+      return new FrontendError('overloaded', 'every worker of the model is busy', { details: decision.details, retryAfterMs });
     case 'unknown_model':
       return new FrontendError('unknown_model', 'no worker serves the model');
     case 'unavailable':

@@ -35,6 +35,8 @@ export type FrontendErrorCode =
 export interface FrontendErrorOptions {
   /** For 'overloaded': why every worker was refused. */
   readonly details?: OverloadDetails;
+  /** For 'overloaded' after workers refused: the soonest any of them expects room (its retry pushback), in ms. */
+  readonly retryAfterMs?: number | undefined;
   /** What went wrong underneath (a thrown error, a worker's gRPC status), for logs; never sent to clients. */
   readonly cause?: unknown;
 }
@@ -43,6 +45,8 @@ export class FrontendError extends Error {
   override readonly name: string = 'FrontendError';
   /** For 'overloaded': why every worker was refused. */
   readonly details: OverloadDetails | undefined;
+  /** For 'overloaded' after workers refused: the soonest a worker expects room, in ms. */
+  readonly retryAfterMs: number | undefined;
 
   constructor(
     readonly code: FrontendErrorCode,
@@ -51,6 +55,7 @@ export class FrontendError extends Error {
   ) {
     super(message, 'cause' in options ? { cause: options.cause } : undefined);
     this.details = options.details;
+    this.retryAfterMs = options.retryAfterMs;
   }
 }
 

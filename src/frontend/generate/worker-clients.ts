@@ -13,10 +13,12 @@ import type { RouteTarget } from '../routing/contracts.js';
 import type { GrpcStatus } from '../../protocol/grpc/status.js';
 import { WorkerCredentials } from './worker-credentials.js';
 
-/** How a call ends: grpc-js's status (code 0 = OK). */
+/** How a call ends: grpc-js's status (code 0 = OK), with its trailers. */
 export interface CallStatus {
   readonly code: GrpcStatus;
   readonly details: string;
+  /** The trailers (grpc-js's Metadata): a refusal's grpc-retry-pushback-ms is read from them. */
+  readonly metadata?: { get(key: string): unknown[] };
 }
 
 /** One Generate call in flight (what grpc-js's ClientReadableStream offers that we use). */

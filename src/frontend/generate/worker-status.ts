@@ -95,3 +95,10 @@ function withoutAddresses(text: string, address: string): string {
     .replace(/\b\d{1,3}(?:\.\d{1,3}){3}(?::\d+)?\b/gu, '<worker>')
     .replace(/\[[0-9a-f:]+\](?::\d+)?/giu, '<worker>');
 }
+
+/** A refusal's `grpc-retry-pushback-ms`: when its worker expects room, in ms; undefined when absent or not a whole number >= 0. */
+export function pushbackMsOf(status: CallStatus): number | undefined {
+  const value = status.metadata?.get('grpc-retry-pushback-ms')[0];
+  const text = typeof value === 'string' ? value : Buffer.isBuffer(value) ? value.toString('latin1') : undefined;
+  return text !== undefined && /^\d{1,10}$/.test(text) ? Number(text) : undefined;
+}

@@ -24,7 +24,10 @@ export class WorkerStream {
       this.notify();
     });
     call.on('status', (status) => {
-      this.status ??= { code: status.code, details: status.details };
+      this.status ??=
+        status.metadata === undefined
+          ? { code: status.code, details: status.details }
+          : { code: status.code, details: status.details, metadata: status.metadata };
       this.notify();
     });
   }

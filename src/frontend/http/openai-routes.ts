@@ -93,7 +93,9 @@ export function openAiRoutes(app: FastifyInstance, deps: OpenAiRouteDeps, done: 
     }
     if (failure.code === 'overloaded') {
       states.get(request)?.record.rejected();
-      void reply.header('retry-after', String(deps.retryAfterS));
+      // The workers' own estimate when they refused (whole seconds, at least 1), else the configured value.
+      const retryAfterS = failure.retryAfterMs === undefined ? deps.retryAfterS : Math.max(1, Math.ceil(failure.retryAfterMs / 1000));
+      void reply.header('retry-after', String(retryAfterS));
     }
     if (failure.code === 'internal') deps.logger.error('request failed', { url: request.url, error: failure.message });
     return reply.code(status).type('application/json').send(body);

@@ -145,6 +145,26 @@ describe('the attempt loop', () => {
     expect(await metricValue(t.registry, 'dynamo_frontend_worker_rejections_total', { model: 'm1', reason: 'overloaded' })).toBe(2);
   });
 
+  it("takes the 529's Retry-After from the soonest pushback of the workers that refused, rounded up to whole seconds", async () => {
+    t = testApp({ options: { retryAfterS: 9 } });
+    t.router.targets = [target('1'), target('2'), target('3')];
+    t.workers.scripts.set('1', fails(GrpcStatus.RESOURCE_EXHAUSTED, 'full', { 'grpc-retry-pushback-ms': '4200' }));
+    t.workers.scripts.set('2', fails(GrpcStatus.RESOURCE_EXHAUSTED, 'full', { 'grpc-retry-pushback-ms': '2100' }));
+    t.workers.scripts.set('3', fails(GrpcStatus.RESOURCE_EXHAUSTED, 'full', { 'grpc-retry-pushback-ms': 'soon' }));
+    const res = await chat();
+    expect(res.statusCode).toBe(529);
+    expect(res.headers['retry-after']).toBe('3');
+    t.workers.scripts.set('1', fails(GrpcStatus.RESOURCE_EXHAUSTED, 'full', { 'grpc-retry-pushback-ms': '0' }));
+    expect((await chat()).headers['retry-after'], 'at least a second').toBe('1');
+  });
+
+  it('falls back to --retry-after-s when no refusing worker sent a pushback', async () => {
+    t = testApp({ options: { retryAfterS: 9 } });
+    t.router.targets = [target('1')];
+    t.workers.defaultScript = fails(GrpcStatus.RESOURCE_EXHAUSTED);
+    expect((await chat()).headers['retry-after']).toBe('9');
+  });
+
   it('does not retry other failures: 502 (504 for a deadline, 400 for an invalid request), never naming the worker address', async () => {
     t = testApp();
     t.router.targets = [target('1', '10.9.8.7:4242'), target('2')];

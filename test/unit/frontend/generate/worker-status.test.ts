@@ -2,7 +2,7 @@
 import { describe, expect, it } from 'vitest';
 import { GrpcStatus } from '../../../../src/protocol/grpc/status.js';
 import { FrontendError } from '../../../../src/frontend/generate/errors.js';
-import { refusalOf, workerFailure, workerStatusKind } from '../../../../src/frontend/generate/worker-status.js';
+import { pushbackMsOf, refusalOf, workerFailure, workerStatusKind } from '../../../../src/frontend/generate/worker-status.js';
 
 const status = (code: GrpcStatus, details = 'whatever') => ({ code, details });
 const TOO_LARGE = status(GrpcStatus.RESOURCE_EXHAUSTED, 'Received message larger than max (5000000 vs. 4194304)');
@@ -60,5 +60,23 @@ describe('workerFailure', () => {
     const error = workerFailure(s, 'w:1');
     expect(error).toBeInstanceOf(FrontendError);
     expect(error.cause).toEqual(s);
+  });
+});
+
+describe('pushbackMsOf', () => {
+  const status = (value: unknown) => ({
+    code: GrpcStatus.RESOURCE_EXHAUSTED,
+    details: 'full',
+    metadata: { get: (key: string) => (key === 'grpc-retry-pushback-ms' ? [value] : []) },
+  });
+
+  it('reads a whole number of ms, as a string or as bytes', () => {
+    expect(pushbackMsOf(status('250'))).toBe(250);
+    expect(pushbackMsOf(status(Buffer.from('0')))).toBe(0);
+  });
+
+  it('ignores anything else: absent trailers, a negative, a fraction, words, an absurd length', () => {
+    expect(pushbackMsOf({ code: GrpcStatus.RESOURCE_EXHAUSTED, details: 'full' })).toBeUndefined();
+    for (const bad of ['-1', '2.5', 'soon', '', '12345678901', undefined]) expect(pushbackMsOf(status(bad)), String(bad)).toBeUndefined();
   });
 });

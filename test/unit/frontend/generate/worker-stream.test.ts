@@ -40,11 +40,12 @@ describe('WorkerStream', () => {
     expect(await end).toEqual({ kind: 'end', status: { code: GrpcStatus.INTERNAL, details: 'boom' } });
   });
 
-  it('keeps the first status, whatever the call reports after it', async () => {
+  it('keeps the first status with its trailers, whatever the call reports after it', async () => {
     const { call, stream } = setup();
-    call.emit('status', { code: GrpcStatus.UNAVAILABLE, details: 'gone', metadata: {} });
+    const trailers = { get: (key: string) => (key === 'grpc-retry-pushback-ms' ? ['250'] : []) };
+    call.emit('status', { code: GrpcStatus.UNAVAILABLE, details: 'gone', metadata: trailers });
     call.emit('status', OK);
-    expect(await stream.next()).toEqual({ kind: 'end', status: { code: GrpcStatus.UNAVAILABLE, details: 'gone' } });
+    expect(await stream.next()).toEqual({ kind: 'end', status: { code: GrpcStatus.UNAVAILABLE, details: 'gone', metadata: trailers } });
   });
 
   it('cancels an open call, never an ended one; queued messages stay readable', async () => {
