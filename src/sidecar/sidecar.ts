@@ -120,7 +120,7 @@ export async function startSidecar(config: SidecarConfig, deps: SidecarDeps): Pr
     },
     dispatched: (headers) => reporting.tap(headers),
     slotReleased: (heldMs) => admission.pushback.slotHeld(heldMs),
-    firstToken: (afterMs) => admission.pushback.firstTokenAfter(afterMs),
+    firstToken: (afterMs) => admission.firstTokenAfter(afterMs),
   };
 
   const context: CallContext = {

@@ -12,6 +12,7 @@
 import type { Logger } from '../../platform/log.js';
 import { LIVE_SETTINGS, pushbackBoundsProblem, type AdmissionSettings, type LiveSettingKey } from '../config/sidecar-config.js';
 import type { AdmissionGate } from './gate.js';
+import { GradientLimit } from './gradient-limit.js';
 import type { RetryPushback } from './retry-pushback.js';
 
 export type ChangeSource = 'api' | 'sighup';
@@ -21,6 +22,8 @@ export const ADMISSION_FIELDS = {
   engineRequestLimit: 'engine_request_limit',
   requestQueueLimit: 'request_queue_limit',
   queueTimeoutMs: 'request_queue_timeout_ms',
+  admissionMode: 'admission_mode',
+  adaptiveMinLimit: 'adaptive_min_limit',
   firstTokenLimit: 'first_token_limit',
   maxQueueWaitMs: 'max_queue_wait_ms',
   retryPushbackMode: 'retry_pushback_mode',
@@ -71,10 +74,30 @@ export class AdmissionControl {
   readonly pushback: RetryPushback;
   private current: AdmissionSettings;
   private last: LastChange = { source: 'startup', at: Date.now() };
+  /** Adaptive mode with a limit set: what moves N between the floor and the configured limit. */
+  private gradient: GradientLimit | undefined;
 
   constructor(private readonly deps: AdmissionControlDeps) {
     this.current = deps.settings;
     this.pushback = deps.pushback;
+    this.gradient = gradientFor(deps.settings, undefined);
+    if (this.gradient) this.applyToGate();
+  }
+
+  /** The engine request limit in force: the configured one, or adaptive mode's (undefined: admission off). */
+  get limitInForce(): number | undefined {
+    return this.gradient?.limit ?? this.current.engineRequestLimit;
+  }
+
+  /** A call's first token came `afterMs` after its slot: the estimates learn it, and adaptive mode may move N. */
+  firstTokenAfter(afterMs: number): void {
+    this.pushback.firstTokenAfter(afterMs);
+    if (this.gradient?.sample(afterMs)) this.applyToGate();
+  }
+
+  private applyToGate(): void {
+    const { limit, queueLimit, firstTokenLimit } = gateLimits(this.current);
+    this.deps.gate.setLimits(this.gradient?.limit ?? limit, queueLimit, firstTokenLimit);
   }
 
   get settings(): AdmissionSettings {
@@ -128,11 +151,11 @@ export class AdmissionControl {
     this.current = next;
     this.last = { source, at: Date.now() };
     this.pushback.configure(next);
-    const { limit, queueLimit, firstTokenLimit } = gateLimits(next);
+    this.gradient = gradientFor(next, this.gradient);
     const { gate } = this.deps;
     const inEngine = gate.inEngine;
     const queued = gate.queued;
-    gate.setLimits(limit, queueLimit, firstTokenLimit);
+    this.applyToGate();
     this.deps.metrics.admissionChanged(source);
     const fields: Record<string, unknown> = { source };
     for (const key of changed) fields[ADMISSION_FIELDS[key]] = `${String(before[key] ?? null)} -> ${String(next[key] ?? null)}`;
@@ -140,4 +163,14 @@ export class AdmissionControl {
     this.deps.onChange();
     return { changed };
   }
+}
+
+/** Adaptive mode's controller for `settings`, keeping `existing`'s estimate within the new bounds; undefined in static mode or with admission off. */
+function gradientFor(settings: AdmissionSettings, existing: GradientLimit | undefined): GradientLimit | undefined {
+  const ceiling = settings.engineRequestLimit;
+  if (settings.admissionMode !== 'adaptive' || ceiling === undefined) return undefined;
+  const floor = Math.min(settings.adaptiveMinLimit, ceiling);
+  if (!existing) return new GradientLimit({ floor, ceiling });
+  existing.setBounds(floor, ceiling);
+  return existing;
 }

@@ -79,6 +79,18 @@ export const SIDECAR_OPTIONS = {
     default: 0,
     help: "a call queued longer than this gets RESOURCE_EXHAUSTED (Server overloaded: worker at capacity, with the retry pushback), like HAProxy's timeout queue, so a call without a deadline cannot wait for ever; a shorter deadline of the call still wins (DEADLINE_EXCEEDED); 0 = off. A change applies to calls queued after it",
   },
+  admissionMode: {
+    flag: '--admission-mode <mode>',
+    env: 'DYN_SIDECAR_ADMISSION_MODE',
+    default: 'static',
+    help: "static: the engine request limit is --engine-request-limit; adaptive: it moves between --adaptive-min-limit and --engine-request-limit, by Netflix's gradient2 on the time from a call's slot to its first token (it shrinks while first tokens come more than 1.5x later than usual), shown in dynamo_sidecar_engine_request_limit and the load events. Only used with an engine request limit",
+  },
+  adaptiveMinLimit: {
+    flag: '--adaptive-min-limit <n>',
+    env: 'DYN_SIDECAR_ADAPTIVE_MIN_LIMIT',
+    default: 1,
+    help: 'adaptive admission: the least the engine request limit goes down to (at most --engine-request-limit)',
+  },
   firstTokenLimit: {
     flag: '--first-token-limit <n>',
     env: 'DYN_SIDECAR_FIRST_TOKEN_LIMIT',

@@ -37,6 +37,9 @@ export interface SidecarConfig {
   readonly retryPushbackMaxMs: number;
   /** A call queued longer than this is refused (RESOURCE_EXHAUSTED); 0: no limit. */
   readonly queueTimeoutMs: number;
+  readonly admissionMode: AdmissionMode;
+  /** Adaptive mode: the least the engine request limit goes down to. */
+  readonly adaptiveMinLimit: number;
   /** Most calls in the engine still waiting for their first token; `undefined`: no such limit. */
   readonly firstTokenLimit: number | undefined;
   /** A call whose expected queue wait exceeds this is refused at once; 0: off. */
@@ -127,6 +130,8 @@ const D = SIDECAR_OPTIONS;
 export const DEFAULT_REQUEST_QUEUE_LIMIT: number = D.requestQueueLimit.default;
 export const MIN_REQUEST_QUEUE_LIMIT = 2;
 export const RETRY_PUSHBACK_MODES = ['fixed', 'adaptive'] as const;
+export const ADMISSION_MODES = ['static', 'adaptive'] as const;
+export type AdmissionMode = (typeof ADMISSION_MODES)[number];
 export type RetryPushbackMode = (typeof RETRY_PUSHBACK_MODES)[number];
 /** Shortest admin token accepted: guessing 16 random characters is out of reach, a word is not. */
 export const MIN_ADMIN_TOKEN_LENGTH = 16;
@@ -139,6 +144,8 @@ export const LIVE_SETTINGS = {
   engineRequestLimit: { min: 1, max: Number.MAX_SAFE_INTEGER },
   requestQueueLimit: { min: MIN_REQUEST_QUEUE_LIMIT, max: Number.MAX_SAFE_INTEGER },
   queueTimeoutMs: { min: 0, max: 3_600_000 },
+  admissionMode: ADMISSION_MODES,
+  adaptiveMinLimit: { min: 1, max: Number.MAX_SAFE_INTEGER },
   firstTokenLimit: { min: 1, max: Number.MAX_SAFE_INTEGER },
   maxQueueWaitMs: { min: 0, max: 3_600_000 },
   retryPushbackMode: RETRY_PUSHBACK_MODES,
@@ -212,6 +219,8 @@ export function parseSidecarConfig(flags: RawFlags, env: Env, readFile: (path: s
     retryPushbackMinMs: read.integer('retryPushbackMinMs', LIVE_SETTINGS.retryPushbackMinMs.min, LIVE_SETTINGS.retryPushbackMinMs.max),
     retryPushbackMaxMs: read.integer('retryPushbackMaxMs', LIVE_SETTINGS.retryPushbackMaxMs.min, LIVE_SETTINGS.retryPushbackMaxMs.max),
     queueTimeoutMs: read.integer('queueTimeoutMs', LIVE_SETTINGS.queueTimeoutMs.min, LIVE_SETTINGS.queueTimeoutMs.max),
+    admissionMode: read.choice('admissionMode', ADMISSION_MODES),
+    adaptiveMinLimit: read.integer('adaptiveMinLimit', LIVE_SETTINGS.adaptiveMinLimit.min, LIVE_SETTINGS.adaptiveMinLimit.max),
     firstTokenLimit: read.integer('firstTokenLimit', LIVE_SETTINGS.firstTokenLimit.min, LIVE_SETTINGS.firstTokenLimit.max),
     maxQueueWaitMs: read.integer('maxQueueWaitMs', LIVE_SETTINGS.maxQueueWaitMs.min, LIVE_SETTINGS.maxQueueWaitMs.max),
     drainGraceMs: read.integer('drainGraceMs', 0, 3_600_000),

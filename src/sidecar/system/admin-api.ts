@@ -12,7 +12,8 @@
  *
  * Fields (ADMISSION_FIELDS): engine_request_limit (integer >= 1, or null = admission off),
  * request_queue_limit (integer >= 2), request_queue_timeout_ms (0 = none), first_token_limit
- * (integer >= 1, or null = none), max_queue_wait_ms (0 = off), retry_pushback_mode
+ * (integer >= 1, or null = none), max_queue_wait_ms (0 = off), admission_mode (static |
+ * adaptive), adaptive_min_limit (integer >= 1), retry_pushback_mode
  * (fixed | adaptive), retry_pushback_ms, retry_pushback_min_ms, retry_pushback_max_ms (min <= max).
  * `state` is read-only: calls in the engine and queued, the pushback a refusal would carry now
  * (before jitter), the recent mean time a call holds a slot, and the last change's source and time.
@@ -102,6 +103,8 @@ export class AdminApi {
       state: {
         engine_request: gate.inEngine,
         request_queue: gate.queued,
+        // N in force: the configured limit, or adaptive mode's current one.
+        engine_request_limit_in_force: control.limitInForce ?? null,
         retry_pushback_estimate_ms: Math.round(control.pushback.estimateMs()),
         mean_slot_ms: mean === undefined ? null : Math.round(mean),
         last_change: { source: control.lastChange.source, time: new Date(control.lastChange.at).toISOString() },

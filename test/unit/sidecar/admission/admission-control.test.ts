@@ -33,6 +33,8 @@ describe('AdmissionControl', () => {
       engine_request_limit: 2,
       request_queue_limit: 16,
       request_queue_timeout_ms: 0,
+      admission_mode: 'static',
+      adaptive_min_limit: 1,
       first_token_limit: null,
       max_queue_wait_ms: 0,
       retry_pushback_mode: 'fixed',
@@ -170,5 +172,42 @@ describe('AdmissionControl.queueRefusalMs (--max-queue-wait-ms)', () => {
     expect(gate.firstTokenLimit).toBe(2);
     control.change({ firstTokenLimit: undefined }, 'api');
     expect(gate.firstTokenLimit).toBe(Infinity);
+  });
+});
+
+describe('AdmissionControl, adaptive mode (--admission-mode adaptive)', () => {
+  const feed = (control: AdmissionControl, windows: number, ms: number): void => {
+    for (let i = 0; i < windows * 10; i++) control.firstTokenAfter(ms);
+  };
+
+  it('moves the gate between --adaptive-min-limit and the configured limit by the time to first token', () => {
+    const { gate, control } = setup({ engineRequestLimit: '16', admissionMode: 'adaptive', adaptiveMinLimit: '4' });
+    expect([gate.limit, control.limitInForce]).toEqual([16, 16]);
+    feed(control, 5, 50);
+    expect(gate.limit).toBe(16);
+    feed(control, 15, 500);
+    expect(gate.limit).toBeLessThan(16);
+    expect(gate.limit).toBeGreaterThanOrEqual(4);
+    expect(control.limitInForce).toBe(gate.limit);
+    expect(settingsJson(control.settings).engine_request_limit, 'the setting stays the ceiling').toBe(16);
+  });
+
+  it('goes back to the configured limit on a change to static, and keeps its estimate within a lowered ceiling', () => {
+    const { gate, control } = setup({ engineRequestLimit: '16', admissionMode: 'adaptive' });
+    feed(control, 5, 50);
+    feed(control, 15, 500);
+    const adapted = gate.limit;
+    control.change({ engineRequestLimit: 8 }, 'api');
+    expect(gate.limit).toBe(Math.min(adapted, 8));
+    control.change({ admissionMode: 'static' }, 'api');
+    expect(gate.limit).toBe(8);
+    feed(control, 20, 5000);
+    expect(gate.limit, 'static mode never moves N').toBe(8);
+  });
+
+  it('does nothing with admission off', () => {
+    const { gate, control } = setup({ admissionMode: 'adaptive' });
+    feed(control, 20, 5000);
+    expect([gate.limit, control.limitInForce]).toEqual([Infinity, undefined]);
   });
 });

@@ -177,6 +177,8 @@ describe('parseSidecarConfig: live admission settings, drain delay, admin token'
       retryPushbackMinMs: 100,
       retryPushbackMaxMs: 10_000,
       queueTimeoutMs: 0,
+      admissionMode: 'static',
+      adaptiveMinLimit: 1,
       firstTokenLimit: undefined,
       maxQueueWaitMs: 0,
       drainDelayMs: 0,
@@ -225,6 +227,8 @@ describe('parseSidecarConfig: live admission settings, drain delay, admin token'
     [{ queueTimeoutMs: '-1' }, '--queue-timeout-ms must be an integer in 0..3600000, got "-1"'],
     [{ drainDelayMs: '1.5' }, '--drain-delay-ms must be an integer in 0..3600000, got "1.5"'],
     [{ firstTokenLimit: '0' }, '--first-token-limit must be an integer >= 1, got "0"'],
+    [{ admissionMode: 'clever' }, '--admission-mode must be one of static, adaptive, got "clever"'],
+    [{ adaptiveMinLimit: '0' }, '--adaptive-min-limit must be an integer >= 1, got "0"'],
     [{ maxQueueWaitMs: 'soon' }, '--max-queue-wait-ms must be an integer in 0..3600000, got "soon"'],
   ])('refuses %j', (flags, message) => {
     expect(problems(flags)).toEqual([message]);

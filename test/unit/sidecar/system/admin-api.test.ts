@@ -138,6 +138,8 @@ describe('admin API: GET and PUT', () => {
       engine_request_limit: 8,
       request_queue_limit: 16,
       request_queue_timeout_ms: 0,
+      admission_mode: 'static',
+      adaptive_min_limit: 1,
       first_token_limit: null,
       max_queue_wait_ms: 0,
       retry_pushback_mode: 'fixed',
@@ -147,6 +149,7 @@ describe('admin API: GET and PUT', () => {
       state: {
         engine_request: 1,
         request_queue: 0,
+        engine_request_limit_in_force: 8,
         retry_pushback_estimate_ms: 250,
         mean_slot_ms: null,
         last_change: { source: 'startup', time: expect.stringMatching(/^\d{4}-\d\d-\d\dT/) as unknown },
