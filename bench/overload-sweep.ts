@@ -40,6 +40,7 @@ const HELP = `usage: npm run bench:overload -- [options]
   --slo-itl-ms MS       SLO: mean inter-token latency (default 50)
   --seed N              seed of the first run; each run adds its index (default 1)
   --grace-s S           after a point, time its requests in flight get before they are cancelled (default 30)
+  --best-args=ARGS      the best configuration's sidecar flags instead of the built-in ones (space-separated, after =), for tuning
   --out DIR             where the table, JSON and plots go (default bench/results/overload)`;
 
 const CONFIGS = {
@@ -69,6 +70,7 @@ const { values } = parseArgs({
     'slo-itl-ms': { type: 'string', default: '50' },
     seed: { type: 'string', default: '1' },
     'grace-s': { type: 'string', default: '30' },
+    'best-args': { type: 'string' },
     out: { type: 'string', default: 'bench/results/overload' },
     help: { type: 'boolean', default: false },
   },
@@ -105,7 +107,8 @@ interface System {
 
 /** Two engines, a sidecar in front of each, the frontend over both: the demo's topology, as separate processes. */
 async function startSystem(config: ConfigName): Promise<System> {
-  const { sidecar: sidecarArgs, env, frontend: frontendArgs } = CONFIGS[config];
+  const { env, frontend: frontendArgs } = CONFIGS[config];
+  const sidecarArgs = config === 'best' && values['best-args'] !== undefined ? values['best-args'].split(/\s+/u).filter(Boolean) : CONFIGS[config].sidecar;
   const workers: string[] = [];
   for (let i = 0; i < 2; i++) {
     const engine = spawnProcess(`engine-${i}`, process.execPath, [SIDECAR_MAIN, ...ENGINE_ARGS, '--seed', String(i)], { cwd: REPO_ROOT });
