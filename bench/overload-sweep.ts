@@ -12,7 +12,7 @@
  *
  *   npm run bench:overload [-- --capacity C] [--multiples 0.25,0.5,0.8,1,2,4,8] [--point-s 20]
  *       [--repeats 3] [--configs unprotected,dynamo,best] [--slo-ttft-ms 500] [--slo-itl-ms 50]
- *       [--seed 1] [--grace-s 30] [--out DIR]
+ *       [--mix fixed|heavy] [--seed 1] [--grace-s 30] [--out DIR]
  *
  * Prints a progress bar, then one Markdown table (median [min..max] over repeats per point and
  * configuration: goodput, p50/p99 TTFT and ITL of admitted requests, 529 share, time to 529),
@@ -36,6 +36,7 @@ const HELP = `usage: npm run bench:overload -- [options]
   --point-s S           seconds of load per point (default 20)
   --repeats K           runs per point and configuration, interleaved (default 3)
   --configs LIST        unprotected,dynamo,best (default all)
+  --mix NAME            fixed (prompts 128, outputs 64 tokens) or heavy (lognormal: prompts 16..1024, outputs 8..256) (default fixed)
   --slo-ttft-ms MS      SLO: time to first token (default 500)
   --slo-itl-ms MS       SLO: mean inter-token latency (default 50)
   --seed N              seed of the first run; each run adds its index (default 1)
@@ -57,8 +58,12 @@ type ConfigName = keyof typeof CONFIGS;
 
 /** The workers' engines: the demo's model x GPU with the demo's small KV, so 2 workers saturate on 2 cores. */
 const ENGINE_ARGS = ['engine', '--preset', 'llama-3.3-70b-fp8-2xh100', '--num-gpu-blocks', '128', '--host', '127.0.0.1', '--port', '0', '--metrics-port', '0'];
-const PROMPT_TOKENS = 128;
-const OUTPUT_TOKENS = 64;
+/** The request mixes: fixed lengths, or heavy-tailed ones (lognormal, median about 128 and 45 tokens; see draw in the load client). */
+const MIXES = {
+  fixed: { promptTokens: { min: 128, max: 128 }, maxTokens: { min: 64, max: 64 }, lengthDistribution: 'uniform' },
+  heavy: { promptTokens: { min: 16, max: 1024 }, maxTokens: { min: 8, max: 256 }, lengthDistribution: 'lognormal' },
+} as const;
+type MixName = keyof typeof MIXES;
 
 const { values } = parseArgs({
   options: {
@@ -67,6 +72,7 @@ const { values } = parseArgs({
     'point-s': { type: 'string', default: '20' },
     repeats: { type: 'string', default: '3' },
     configs: { type: 'string', default: 'unprotected,dynamo,best' },
+    mix: { type: 'string', default: 'fixed' },
     'slo-ttft-ms': { type: 'string', default: '500' },
     'slo-itl-ms': { type: 'string', default: '50' },
     seed: { type: 'string', default: '1' },
@@ -86,6 +92,7 @@ const pointS = Number(values['point-s']);
 const repeats = Number(values.repeats);
 const slo = { sloTtftMs: Number(values['slo-ttft-ms']), sloItlMs: Number(values['slo-itl-ms']) };
 const seed = Number(values.seed);
+const mixName = values.mix as MixName;
 const graceS = Number(values['grace-s']);
 const problems = [
   ...(multiples.every((m) => m > 0) ? [] : ['--multiples must be positive numbers']),
@@ -95,6 +102,7 @@ const problems = [
   ...(slo.sloTtftMs > 0 && slo.sloItlMs > 0 ? [] : ['--slo-ttft-ms and --slo-itl-ms must be > 0']),
   ...(values.capacity === undefined || Number(values.capacity) > 0 ? [] : ['--capacity must be > 0']),
   ...(graceS >= 0 ? [] : ['--grace-s must be >= 0']),
+  ...(values.mix in MIXES ? [] : [`--mix must be one of ${Object.keys(MIXES).join(', ')}`]),
 ];
 if (problems.length > 0) {
   console.error(`${problems.join('\n')}\n${HELP}`);
@@ -159,8 +167,7 @@ async function point(config: ConfigName, rate: number, runSeed: number): Promise
       rate,
       arrival: 'poisson',
       durationS: pointS,
-      promptTokens: { min: PROMPT_TOKENS, max: PROMPT_TOKENS },
-      maxTokens: { min: OUTPUT_TOKENS, max: OUTPUT_TOKENS },
+      ...MIXES[mixName],
       seed: runSeed,
       graceS,
       ...slo,
@@ -258,13 +265,16 @@ const body = multiples.flatMap((m) =>
   ]),
 );
 const markdown = [`| ${header.join(' | ')} |`, `|${header.map(() => '---').join('|')}|`, ...body.map((row) => `| ${row.join(' | ')} |`)].join('\n');
-const title = `C = ${capacity} req/s (unprotected, SLO TTFT <= ${slo.sloTtftMs} ms and mean ITL <= ${slo.sloItlMs} ms); ${repeats} runs of ${pointS} s per point; prompts ${PROMPT_TOKENS}, outputs ${OUTPUT_TOKENS} tokens`;
+const title = `C = ${capacity} req/s (unprotected, SLO TTFT <= ${slo.sloTtftMs} ms and mean ITL <= ${slo.sloItlMs} ms); ${repeats} runs of ${pointS} s per point; mix ${mixName} (prompts ${MIXES[mixName].promptTokens.min}..${MIXES[mixName].promptTokens.max}, outputs ${MIXES[mixName].maxTokens.min}..${MIXES[mixName].maxTokens.max} tokens, ${MIXES[mixName].lengthDistribution})`;
 console.log(`${title}\n\n${renderTable(header, body)}`);
 
 const out = resolve(values.out);
 mkdirSync(out, { recursive: true });
 writeFileSync(join(out, 'overload.md'), `${title}\n\n${markdown}\n`);
-writeFileSync(join(out, 'overload.json'), `${JSON.stringify({ schema: 'dynamo-sidecar-overload/1', capacity, slo, pointS, repeats, runs }, null, 2)}\n`);
+writeFileSync(
+  join(out, 'overload.json'),
+  `${JSON.stringify({ schema: 'dynamo-sidecar-overload/1', capacity, slo, mix: mixName, pointS, repeats, runs }, null, 2)}\n`,
+);
 const lines = (pick: (f: Figure) => number) => configs.map((c) => ({ name: c, points: multiples.map((m) => [m, over(c, m, pick).median] as const) }));
 writeFileSync(
   join(out, 'goodput.svg'),

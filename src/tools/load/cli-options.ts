@@ -36,6 +36,7 @@ export interface LoadCliValues {
   concurrency?: string;
   rate?: string;
   arrival?: string;
+  lengthDistribution?: string;
   promptTokens?: string;
   maxTokens?: string;
   durationS?: string;
@@ -60,7 +61,7 @@ export interface LoadCommandSettings {
 }
 
 const NUMBER_KEYS = ['concurrency', 'rate', 'durationS', 'count', 'seed', 'deadlineMs', 'retry', 'retryMaxMs', 'graceS', 'sloTtftMs', 'sloItlMs'] as const;
-const STRING_KEYS = ['arrival', 'target', 'openai', 'model', 'api'] as const;
+const STRING_KEYS = ['arrival', 'lengthDistribution', 'target', 'openai', 'model', 'api'] as const;
 
 /**
  * Reads flags over their DYN_LOAD_CLIENT_* twins with the OptionReader, parses the strings

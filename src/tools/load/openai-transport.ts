@@ -66,8 +66,8 @@ export async function openAiTransport(options: LoadOptions, random: Random, reco
     target: url,
     describe: { model, api: options.api },
     prepare() {
-      const prompt = promptText(draw(options.promptTokens, random), random);
-      const maxTokens = draw(options.maxTokens, random);
+      const prompt = promptText(draw(options.promptTokens, random, options.lengthDistribution), random);
+      const maxTokens = draw(options.maxTokens, random, options.lengthDistribution);
       const input = options.api === 'chat' ? { messages: [{ role: 'user', content: prompt }] } : { prompt };
       const body = JSON.stringify({ model, ...input, max_tokens: maxTokens, ...streaming });
       const spec = {

@@ -18,6 +18,8 @@ export interface IntRange {
 }
 
 export type Arrival = 'poisson' | 'fixed';
+/** How lengths are drawn within their MIN-MAX range: evenly, or heavy-tailed (see draw in transport.ts). */
+export type LengthDistribution = 'uniform' | 'lognormal';
 export type OpenAiApi = 'chat' | 'completions';
 
 export interface LoadOptions {
@@ -38,6 +40,7 @@ export interface LoadOptions {
   readonly arrival: Arrival;
   readonly promptTokens: IntRange;
   readonly maxTokens: IntRange;
+  readonly lengthDistribution: LengthDistribution;
   /** Stop starting requests after this long ... */
   readonly durationS: number | undefined;
   /** ... or after this many requests (first attempts), whichever comes first. */
@@ -98,6 +101,12 @@ export const LOAD_OPTIONS = {
   },
   rate: { flag: '--rate <per-s>', env: 'DYN_LOAD_CLIENT_RATE', help: 'open loop: new requests per second, whatever is in flight' },
   arrival: { flag: '--arrival <kind>', env: 'DYN_LOAD_CLIENT_ARRIVAL', default: 'poisson', help: 'open-loop spacing: poisson or fixed' },
+  lengthDistribution: {
+    flag: '--length-distribution <kind>',
+    env: 'DYN_LOAD_CLIENT_LENGTH_DISTRIBUTION',
+    default: 'uniform',
+    help: 'how --prompt-tokens and --max-tokens are drawn within MIN-MAX: uniform, or lognormal (heavy-tailed, as real traffic: median the geometric mean of MIN and MAX, MIN and MAX at 2 sigma, cut at both)',
+  },
   promptTokens: {
     flag: '--prompt-tokens <n|min-max>',
     env: 'DYN_LOAD_CLIENT_PROMPT_TOKENS',
@@ -184,6 +193,7 @@ export const DEFAULT_LOAD_OPTIONS: Omit<LoadOptions, 'target' | 'openai'> = Obje
   concurrency: undefined,
   rate: undefined,
   arrival: LOAD_OPTIONS.arrival.default,
+  lengthDistribution: LOAD_OPTIONS.lengthDistribution.default,
   promptTokens: LOAD_OPTIONS.promptTokens.default,
   maxTokens: LOAD_OPTIONS.maxTokens.default,
   durationS: undefined,
@@ -283,6 +293,8 @@ export function resolveFrom(input: Partial<LoadOptions>, sources: LoadOptionSour
   if (o.concurrency !== undefined && !isInt(o.concurrency, 1, 100_000)) bad(source('concurrency'), 'must be an integer from 1 to 100000', o.concurrency);
   if (o.rate !== undefined && !(isPositive(o.rate) && o.rate <= 1e6)) bad(source('rate'), 'must be a number > 0 and <= 1000000', o.rate);
   if (o.arrival !== 'poisson' && o.arrival !== 'fixed') bad(source('arrival'), "must be 'poisson' or 'fixed'", o.arrival);
+  if (o.lengthDistribution !== 'uniform' && o.lengthDistribution !== 'lognormal')
+    bad(source('lengthDistribution'), "must be 'uniform' or 'lognormal'", o.lengthDistribution);
   for (const [key, range, min] of [
     ['promptTokens', o.promptTokens, 1],
     ['maxTokens', o.maxTokens, 1],

@@ -9,7 +9,7 @@ import type { Random } from '../../platform/prng.js';
 import type { GenerateRequestMessage } from '../../protocol/engine/engine-proto.js';
 import { vllmEngineService } from '../../protocol/engine/engine-services.js';
 import { startAttempt, type RunningAttempt } from './attempt.js';
-import type { IntRange, LoadOptions } from './options.js';
+import type { IntRange, LengthDistribution, LoadOptions } from './options.js';
 import type { LoadRecorder } from './stats.js';
 
 export interface LoadTransport {
@@ -29,8 +29,18 @@ export class LoadSetupError extends Error {
 
 const VOCAB = 32_000;
 
-export function draw(range: IntRange, random: Random): number {
-  return range.min + Math.floor(random() * (range.max - range.min + 1));
+/**
+ * A length within `range`. uniform: every value alike. lognormal: heavy-tailed as real prompt and
+ * output lengths are: ln(length) is normal with its median at the geometric mean of MIN and MAX
+ * and MIN and MAX at -2 and +2 sigma (sigma = ln(MAX / MIN) / 4), rounded and cut at both ends, so
+ * most requests are short and a few are long. Two draws of `random` per lognormal value (Box-Muller).
+ */
+export function draw(range: IntRange, random: Random, distribution: LengthDistribution = 'uniform'): number {
+  if (distribution === 'uniform' || range.min === range.max) return range.min + Math.floor(random() * (range.max - range.min + 1));
+  const mu = (Math.log(range.min) + Math.log(range.max)) / 2;
+  const sigma = Math.log(range.max / range.min) / 4;
+  const normal = Math.sqrt(-2 * Math.log(1 - random())) * Math.cos(2 * Math.PI * random());
+  return Math.min(range.max, Math.max(range.min, Math.round(Math.exp(mu + sigma * normal))));
 }
 
 export function grpcTransport(options: LoadOptions, random: Random, recorder: LoadRecorder): LoadTransport {
@@ -40,12 +50,12 @@ export function grpcTransport(options: LoadOptions, random: Random, recorder: Lo
   return {
     target,
     prepare(index) {
-      const promptLength = draw(options.promptTokens, random);
+      const promptLength = draw(options.promptTokens, random, options.lengthDistribution);
       const inputIds = Array.from({ length: promptLength }, () => 1 + Math.floor(random() * (VOCAB - 1)));
       const request: GenerateRequestMessage = {
         request_id: `load-${options.seed}-${index}`,
         tokenized: { original_text: '', input_ids: inputIds },
-        sampling_params: { max_tokens: draw(options.maxTokens, random), n: 1 },
+        sampling_params: { max_tokens: draw(options.maxTokens, random, options.lengthDistribution), n: 1 },
         stream: options.stream,
       };
       return () => startAttempt(client, request, options.deadlineMs, recorder);

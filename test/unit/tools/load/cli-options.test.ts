@@ -38,6 +38,14 @@ describe('parseIntRange', () => {
   });
 });
 
+describe('loadSettingsFromCli length distribution', () => {
+  it('reads --length-distribution over its variable, uniform by default, and names a bad one', () => {
+    expect(loadOptionsFromCli(GRPC).lengthDistribution).toBe('uniform');
+    expect(loadOptionsFromCli(GRPC, { DYN_LOAD_CLIENT_LENGTH_DISTRIBUTION: 'lognormal' }).lengthDistribution).toBe('lognormal');
+    expect(() => loadOptionsFromCli({ ...GRPC, lengthDistribution: 'zipf' })).toThrow("--length-distribution: must be 'uniform' or 'lognormal'");
+  });
+});
+
 describe('loadSettingsFromCli latency SLO', () => {
   it('reads --slo-ttft-ms and --slo-itl-ms over their variables, each optional', () => {
     expect(loadOptionsFromCli({ ...GRPC, sloTtftMs: '500' }, { DYN_LOAD_CLIENT_SLO_ITL_MS: '40' })).toMatchObject({ sloTtftMs: 500, sloItlMs: 40 });

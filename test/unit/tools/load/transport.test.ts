@@ -134,3 +134,34 @@ describe('grpcTransport', () => {
     expect(a!.client.getChannel().getConnectivityState(false)).toBe(grpc.connectivityState.SHUTDOWN);
   });
 });
+
+describe('draw, lognormal (--length-distribution lognormal)', () => {
+  const sample = (range: { min: number; max: number }, n = 20_000): number[] => {
+    const random = mulberry32(7);
+    return Array.from({ length: n }, () => draw(range, random, 'lognormal'));
+  };
+
+  it('stays within MIN-MAX, whole numbers, with its median at their geometric mean', () => {
+    const values = sample({ min: 16, max: 1024 });
+    expect(values.every((v) => Number.isInteger(v) && v >= 16 && v <= 1024)).toBe(true);
+    const sorted = [...values].sort((a, b) => a - b);
+    expect(sorted[sorted.length >> 1]).toBeGreaterThan(118); // sqrt(16 x 1024) = 128
+    expect(sorted[sorted.length >> 1]).toBeLessThan(138);
+  });
+
+  it('is heavy-tailed: most lengths short, a few near MAX, unlike uniform draws', () => {
+    const heavy = sample({ min: 16, max: 1024 });
+    const share = (values: number[], pred: (v: number) => boolean): number => values.filter(pred).length / values.length;
+    // sigma = ln(64) / 4: P(<= 256) = Phi(ln 2 / sigma) = 0.747, P(>= 768) = 1 - Phi(ln 6 / sigma) = 0.043.
+    expect(share(heavy, (v) => v <= 256)).toBeCloseTo(0.747, 1);
+    expect(share(heavy, (v) => v >= 768)).toBeCloseTo(0.043, 1);
+    const random = mulberry32(7);
+    const flat = Array.from({ length: 20_000 }, () => draw({ min: 16, max: 1024 }, random));
+    expect(share(flat, (v) => v <= 256)).toBeLessThan(0.3);
+  });
+
+  it('gives the fixed value for a range of one, and the same draws for the same seed', () => {
+    expect(sample({ min: 64, max: 64 }, 10)).toEqual(Array.from({ length: 10 }, () => 64));
+    expect(sample({ min: 8, max: 512 }, 50)).toEqual(sample({ min: 8, max: 512 }, 50));
+  });
+});
