@@ -186,7 +186,7 @@ async function measureCapacity(): Promise<number> {
     progress(`capacity: unprotected at ${rate}/s`);
     const s = await point('unprotected', rate, seed);
     runsDone++;
-    if ((s.slo?.goodput_per_s ?? 0) < 0.95 * rate) break;
+    if ((s.slo?.good ?? 0) / pointS < 0.95 * rate) break;
     best = rate;
   }
   if (best === 0) throw new Error('the unprotected system meets the SLO at no rate of the ladder: loosen --slo-ttft-ms / --slo-itl-ms');
@@ -199,12 +199,14 @@ runsTotal = multiples.length * configs.length * repeats;
 const runs: { config: ConfigName; multiple: number; rate: number; repeat: number; summary: LoadSummary }[] = [];
 try {
   // Interleaved: every configuration of a point, then the next repeat, so drift hits all alike.
-  for (const multiple of multiples) {
+  for (const [pointIndex, multiple] of multiples.entries()) {
     for (let repeat = 0; repeat < repeats; repeat++) {
+      // One seed per point and repeat, the same for every configuration: they get the same arrivals and lengths.
+      const runSeed = seed + 1000 * repeat + pointIndex;
       for (const config of configs) {
         const rate = multiple * capacity;
         progress(`${config} at ${multiple}x C (${rate.toFixed(1)}/s), run ${repeat + 1}/${repeats}`);
-        runs.push({ config, multiple, rate, repeat, summary: await point(config, rate, seed + runsDone) });
+        runs.push({ config, multiple, rate, repeat, summary: await point(config, rate, runSeed) });
         runsDone++;
       }
     }
@@ -217,7 +219,8 @@ try {
 const figure = (s: LoadSummary) => {
   const answered = s.completed + s.rejected;
   return {
-    goodput: s.slo?.goodput_per_s ?? NaN,
+    // Per second of arrivals: the drain after them (the slowest requests' tails) is no time the system was offered load.
+    goodput: s.slo === undefined ? NaN : s.slo.good / pointS,
     ttftP50: s.ttft_ms.p50 ?? NaN,
     ttftP99: s.ttft_ms.p99 ?? NaN,
     itlP50: s.itl_ms.p50 ?? NaN,
