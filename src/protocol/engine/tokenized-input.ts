@@ -55,18 +55,13 @@ export class TokenizedInputWriter {
   /** Appends one id (a uint32); false when it does not fit the budget. */
   push(id: number): boolean {
     if (this.over) return false;
-    let value = id >>> 0;
+    const value = id >>> 0;
     if (this.pos + varintSize(value) > this.maxBytes) {
       this.over = true;
       return false;
     }
     if (this.pos + 5 > this.buffer.length) this.grow();
-    const buffer = this.buffer;
-    while (value >= 0x80) {
-      buffer[this.pos++] = (value & 0x7f) | 0x80;
-      value >>>= 7;
-    }
-    buffer[this.pos++] = value;
+    this.pos = writeVarint(this.buffer, this.pos, value);
     this.count++;
     return true;
   }

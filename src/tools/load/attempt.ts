@@ -6,6 +6,7 @@ import * as grpc from '@grpc/grpc-js';
 import type { GenerateRequestMessage, GenerateResponseMessage } from '../../protocol/engine/engine-proto.js';
 import type { AttemptOutcome, LoadRecorder } from './stats.js';
 import { readPushback } from './retry.js';
+import { TokenClock } from './token-clock.js';
 import { asGrpcStatus } from '../../protocol/grpc/status.js';
 
 export interface AttemptResult {
@@ -23,36 +24,18 @@ type GenerateMethod = (request: GenerateRequestMessage, options: grpc.CallOption
 export function startAttempt(client: grpc.Client, request: GenerateRequestMessage, deadlineMs: number | undefined, recorder: LoadRecorder): RunningAttempt {
   const generate = (client as unknown as { Generate: GenerateMethod }).Generate;
   const options: grpc.CallOptions = deadlineMs === undefined ? {} : { deadline: Date.now() + deadlineMs };
-  const startedAt = performance.now();
-  let firstTokenAt: number | undefined;
-  let lastTokenAt: number | undefined;
-  let tokens = 0;
+  const clock = new TokenClock(performance.now(), recorder);
   let sawComplete = false;
   const call = generate.call(client, request, options);
-  const onTokens = (count: number): void => {
-    if (count === 0) return;
-    const now = performance.now();
-    if (lastTokenAt === undefined) {
-      recorder.ttftSample(now - startedAt);
-      firstTokenAt = now;
-      tokens = count - 1; // gaps after the first token
-    } else {
-      // Spread a multi-token message's gap over its tokens: one sample per token.
-      for (let i = 0; i < count; i++) recorder.itlSample((now - lastTokenAt) / count);
-      tokens += count;
-    }
-    lastTokenAt = now;
-    recorder.tokensReceived(count);
-  };
   let streamedTokens = 0;
   call.on('data', (message: GenerateResponseMessage) => {
     if (message.chunk) {
       streamedTokens += message.chunk.token_ids.length;
-      onTokens(message.chunk.token_ids.length);
+      clock.tokens(message.chunk.token_ids.length);
     } else if (message.complete) {
       sawComplete = true;
       // Non-streaming calls carry every token here; streaming ones repeat tokens already seen.
-      onTokens(Math.max(0, message.complete.output_ids.length - streamedTokens));
+      clock.tokens(Math.max(0, message.complete.output_ids.length - streamedTokens));
     }
   });
   call.on('error', () => {}); // 'status' below carries the same information for every ending.
@@ -61,11 +44,7 @@ export function startAttempt(client: grpc.Client, request: GenerateRequestMessag
       if (status.code !== grpc.status.OK) {
         resolve({ outcome: { kind: 'failed', code: asGrpcStatus(status.code) }, pushback: readPushback(status.metadata) });
       } else if (sawComplete) {
-        const timing =
-          firstTokenAt === undefined
-            ? undefined
-            : { ttftMs: firstTokenAt - startedAt, meanItlMs: tokens > 0 ? (lastTokenAt! - firstTokenAt) / tokens : undefined };
-        resolve({ outcome: { kind: 'completed', timing }, pushback: undefined });
+        resolve({ outcome: { kind: 'completed', timing: clock.timing }, pushback: undefined });
       } else {
         resolve({ outcome: { kind: 'bad-response', label: 'NO_COMPLETE' }, pushback: undefined });
       }

@@ -10,6 +10,7 @@ import type { OpenAiApi } from './options.js';
 import { parseRetryAfter } from './retry.js';
 import { SseParser } from './sse.js';
 import type { LoadRecorder, TokenTiming } from './stats.js';
+import { TokenClock } from './token-clock.js';
 
 export interface HttpAttemptSpec {
   readonly url: string;
@@ -45,43 +46,6 @@ function contentOf(message: Json, api: OpenAiApi, whole: boolean): string | unde
   const choice = (field(message, 'choices') as unknown[] | undefined)?.[0];
   const text = api === 'chat' ? field(field(choice, whole ? 'message' : 'delta'), 'content') : field(choice, 'text');
   return typeof text === 'string' ? text : undefined;
-}
-
-/** Token timing of one streamed answer, with the gRPC mode's convention: one ITL sample per token. */
-class TokenClock {
-  private lastTokenAt: number | undefined;
-  private firstTokenAt: number | undefined;
-  /** Tokens after the first: the gaps the mean inter-token latency divides by. */
-  private gaps = 0;
-  /** Tokens recorded so far (estimated per chunk); the final usage corrects the total. */
-  counted = 0;
-
-  constructor(
-    private readonly startedAt: number,
-    private readonly recorder: LoadRecorder,
-  ) {}
-
-  tokens(count: number): void {
-    const now = performance.now();
-    if (this.lastTokenAt === undefined) {
-      this.recorder.ttftSample(now - this.startedAt);
-      this.firstTokenAt = now;
-      this.gaps = count - 1;
-    } else {
-      // Spread a multi-token chunk's gap over its tokens.
-      for (let i = 0; i < count; i++) this.recorder.itlSample((now - this.lastTokenAt) / count);
-      this.gaps += count;
-    }
-    this.lastTokenAt = now;
-    this.counted += count;
-    this.recorder.tokensReceived(count);
-  }
-
-  /** What the SLO judges; undefined before any token. */
-  get timing(): TokenTiming | undefined {
-    if (this.firstTokenAt === undefined) return undefined;
-    return { ttftMs: this.firstTokenAt - this.startedAt, meanItlMs: this.gaps > 0 ? (this.lastTokenAt! - this.firstTokenAt) / this.gaps : undefined };
-  }
 }
 
 async function readStream(response: Response, spec: HttpAttemptSpec, clock: TokenClock, recorder: LoadRecorder): Promise<AttemptResult> {
