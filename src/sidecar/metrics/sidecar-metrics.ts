@@ -13,8 +13,8 @@ import { statusName } from '../../protocol/grpc/status.js';
 
 export type UpstreamErrorKind = 'connect' | 'reset' | 'session_lost';
 /** Why a call got RESOURCE_EXHAUSTED: engine and queue full on arrival, its expected queue wait too long (--max-queue-wait-ms), or queued past the queue timeout. */
-export type RejectionReason = 'queue_full' | 'expected_wait' | 'queue_timeout';
-const REJECTION_REASONS: readonly RejectionReason[] = ['queue_full', 'expected_wait', 'queue_timeout'];
+const REJECTION_REASONS = ['queue_full', 'expected_wait', 'queue_timeout'] as const;
+export type RejectionReason = (typeof REJECTION_REASONS)[number];
 
 export interface AdmissionView {
   /** N and Q are read from the gate at scrape time, so live changes show at once. */
@@ -24,7 +24,7 @@ export interface AdmissionView {
 }
 
 export class SidecarMetrics {
-  private readonly rejectionCounts: Record<RejectionReason, number> = { queue_full: 0, expected_wait: 0, queue_timeout: 0 };
+  private readonly rejectionCounts = Object.fromEntries(REJECTION_REASONS.map((reason) => [reason, 0])) as Record<RejectionReason, number>;
   private readonly admissionChanges: Counter<'source'>;
   private readonly queueWait: Histogram;
   private readonly callsByStatus = new Map<number, number>();
