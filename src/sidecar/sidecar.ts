@@ -114,9 +114,9 @@ export async function startSidecar(config: SidecarConfig, deps: SidecarDeps): Pr
   const admissionState = (): Record<string, unknown> => ({ engine_request: gate.inEngine, request_queue: gate.queued });
   const rejectionLog = new RejectionLog(logger, admissionState);
   const observer: CallObserver = {
-    rejected: () => {
+    rejected: (reason) => {
       rejectionLog.rejected();
-      reporting.rejected();
+      reporting.rejected({ untilAdmittable: reason !== 'queue_full' });
     },
     dispatched: (headers) => reporting.tap(headers),
     slotReleased: (heldMs) => admission.pushback.slotHeld(heldMs),

@@ -48,7 +48,7 @@ export async function startGeneration(deps: AttemptDeps, request: GenerationRequ
   for (;;) {
     if (signal.aborted) throw new ClientGoneError();
     const decision = router.route(request.model, tried, promptTokens);
-    if (decision.kind !== 'route') throw rejection(decision, soonestPushbackMs);
+    if (decision.kind !== 'route') throw rejection(decision, soonest(soonestPushbackMs, decision.kind === 'overloaded' ? decision.retryAfterMs : undefined));
     const { target } = decision;
     if (tried.has(target.workerId)) {
       // The contract says the router skips tried workers; trying one again could loop forever.
@@ -93,10 +93,10 @@ export async function startGeneration(deps: AttemptDeps, request: GenerationRequ
       logger.debug('worker failed a request before any output', { model: request.model, worker_id: target.workerId, address: target.address, code, details });
       throw workerFailure(first.status, target.address);
     }
-    router.workerRefused(target, refusal);
-    record.workerRefused(refusal);
     const pushbackMs = refusal === 'overloaded' ? pushbackMsOf(first.status) : undefined;
-    if (pushbackMs !== undefined) soonestPushbackMs = Math.min(soonestPushbackMs ?? Infinity, pushbackMs);
+    router.workerRefused(target, refusal, pushbackMs);
+    record.workerRefused(refusal);
+    soonestPushbackMs = soonest(soonestPushbackMs, pushbackMs);
     tried.add(target.workerId);
     logger.debug('worker refused a request; trying another', { model: request.model, worker_id: target.workerId, reason: refusal, details });
   }
@@ -129,6 +129,10 @@ function rejection(decision: Exclude<RouteDecision, { kind: 'route' }>, retryAft
     case 'no_workers':
       return new FrontendError('unavailable', 'no worker is known');
   }
+}
+
+function soonest(a: number | undefined, b: number | undefined): number | undefined {
+  return a === undefined ? b : b === undefined ? a : Math.min(a, b);
 }
 
 /** The router's InFlight with end() guarded, whatever the router's own guarantee. */

@@ -48,7 +48,8 @@ export interface OverloadDetails {
 export type RouteDecision =
   | { readonly kind: 'route'; readonly target: RouteTarget }
   /** Workers serve the model but none is free: the overload status (529). */
-  | { readonly kind: 'overloaded'; readonly details: OverloadDetails }
+  /** `retryAfterMs`: the soonest a worker skipped for its refusal lease asked to be tried again (its pushback), if any did. */
+  | { readonly kind: 'overloaded'; readonly details: OverloadDetails; readonly retryAfterMs?: number }
   /** The model is known but no worker of it can take traffic (unreachable, draining): 503. */
   | { readonly kind: 'unavailable'; readonly reason: string }
   /** Workers are known but none serves this model: 404. */
@@ -73,10 +74,11 @@ export interface Router {
   begin(target: RouteTarget, promptTokens: number): InFlight;
   /**
    * The worker refused before any output: `overloaded` (RESOURCE_EXHAUSTED) marks it
-   * overloaded for the lease, cleared early by its next load event; `unreachable`
+   * overloaded for the lease, cleared early by its next load event (its `pushbackMs`, when
+   * given, is what a client answered 529 meanwhile is told to wait); `unreachable`
    * (UNAVAILABLE) keeps it out of routing for the same lease.
    */
-  workerRefused(target: RouteTarget, kind: 'overloaded' | 'unreachable'): void;
+  workerRefused(target: RouteTarget, kind: 'overloaded' | 'unreachable', pushbackMs?: number): void;
   /** At least one worker is known and reachable. */
   ready(): boolean;
   /** For /busy_threshold diagnostics: checks of `thresholds` that cannot fire on some worker of the model. */

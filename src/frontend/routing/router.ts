@@ -83,6 +83,7 @@ export class WorkerRouter implements Router {
     const checks: Partial<Record<BusyCheck, number>> = {};
     let busy = 0;
     let overloaded = 0;
+    let soonestRetryAt = Infinity;
     let triedCount = 0;
     const free: Candidate[] = [];
     for (const worker of routable) {
@@ -92,6 +93,7 @@ export class WorkerRouter implements Router {
       }
       if (worker.overloadedUntil > now) {
         overloaded++;
+        if (worker.retryAt > now) soonestRetryAt = Math.min(soonestRetryAt, worker.retryAt);
         continue;
       }
       const fresh = this.freshRanks(worker, now);
@@ -106,7 +108,7 @@ export class WorkerRouter implements Router {
     }
     if (free.length === 0) {
       const details: OverloadDetails = { workers: routable.length, busy, worker_overloaded: overloaded, tried: triedCount, checks };
-      return { kind: 'overloaded', details };
+      return soonestRetryAt === Infinity ? { kind: 'overloaded', details } : { kind: 'overloaded', details, retryAfterMs: soonestRetryAt - now };
     }
     const chosen = this.pick(free, promptTokens);
     return { kind: 'route', target: { workerId: chosen.worker.workerId, address: chosen.worker.address!, dpRank: this.pickRank(chosen, thresholds) } };
@@ -144,9 +146,9 @@ export class WorkerRouter implements Router {
     };
   }
 
-  workerRefused(target: RouteTarget, kind: 'overloaded' | 'unreachable'): void {
+  workerRefused(target: RouteTarget, kind: 'overloaded' | 'unreachable', pushbackMs?: number): void {
     const now = this.deps.now();
-    if (kind === 'overloaded') this.deps.pool.markOverloaded(target.workerId, now);
+    if (kind === 'overloaded') this.deps.pool.markOverloaded(target.workerId, now, pushbackMs);
     else this.deps.pool.markUnreachable(target.workerId, now);
   }
 

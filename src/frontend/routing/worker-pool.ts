@@ -43,6 +43,8 @@ export interface WorkerState {
   lastSeen: number;
   draining: boolean;
   overloadedUntil: number;
+  /** When the worker's last refusal asked to be tried again (now + its pushback); 0 = it did not say. */
+  retryAt: number;
   unreachableUntil: number;
   /** Push source only: the Watch stream is up. */
   connected: boolean;
@@ -93,6 +95,7 @@ export class WorkerPool {
         lastSeen: now,
         draining: false,
         overloadedUntil: 0,
+        retryAt: 0,
         unreachableUntil: 0,
         connected: true,
         inFlight: 0,
@@ -138,9 +141,11 @@ export class WorkerPool {
     return now - rank.receivedAt > STALE_AFTER_HEARTBEATS * worker.heartbeatMs ? undefined : rank.report;
   }
 
-  markOverloaded(workerId: string, now: number): void {
+  markOverloaded(workerId: string, now: number, pushbackMs?: number): void {
     const worker = this.workers.get(workerId);
-    if (worker) worker.overloadedUntil = now + this.options.leaseMs;
+    if (!worker) return;
+    worker.overloadedUntil = now + this.options.leaseMs;
+    worker.retryAt = pushbackMs === undefined ? 0 : now + pushbackMs;
   }
 
   markUnreachable(workerId: string, now: number): void {

@@ -55,7 +55,7 @@ export class LoadReporting {
   readonly kvSource: KvSource;
   readonly subject: string;
   private readonly accounting: TrafficAccounting;
-  private readonly admissionState: AdmissionState = { engineRequest: 0, requestQueue: 0, limit: undefined, queueLimit: undefined };
+  private readonly admissionState: AdmissionState = { engineRequest: 0, requestQueue: 0, limit: undefined, queueLimit: undefined, hasRoom: undefined };
   private readonly scraper: EngineScraper | undefined;
   private readonly publisher: LoadPublisher | undefined;
   private readonly modelProbe: ModelInfoProbe | undefined;
@@ -184,6 +184,7 @@ export class LoadReporting {
     state.requestQueue = gate.queued;
     state.limit = on ? gate.limit : undefined;
     state.queueLimit = on ? gate.queueLimit : undefined;
+    state.hasRoom = gate.hasRoom;
     this.tracker.setAdmission(state);
   }
 
@@ -194,10 +195,14 @@ export class LoadReporting {
     this.watchService.publishNow();
   }
 
-  /** A call was rejected: the first rejection of a burst is published at once, not after the debounce. */
-  rejected(): void {
+  /**
+   * A call was rejected: the first rejection of a burst is published at once, not after the debounce.
+   * `untilAdmittable`: refused with queue places left (expected wait, queue timeout), so the worker
+   * stays overloaded until a call would be admitted at once (load-tracker.ts, (b)).
+   */
+  rejected(options: { untilAdmittable?: boolean } = {}): void {
     const wasOverloaded = this.tracker.overloaded;
-    this.tracker.markRejected();
+    this.tracker.markRejected(options);
     if (!wasOverloaded) {
       this.publisher?.publishNow();
       this.watchService.publishNow();

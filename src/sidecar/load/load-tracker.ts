@@ -30,7 +30,11 @@
  *   (a) admission is on and the gate is full: engine_request >= limit and request_queue >= queue
  *       limit, i.e. the next call would be rejected; or
  *   (b) markRejected() was called, no setAdmission() since has reported room, and less than
- *       `overloadHoldMs` (default 1000) has passed since that rejection.
+ *       `overloadHoldMs` (default 1000) has passed since that rejection. Room is a queue place
+ *       after a full-gate rejection (reason queue_full), but a call admitted at once (`hasRoom`)
+ *       after one refused with queue places left (expected_wait, queue_timeout): a queue place
+ *       would only be refused again, and a frontend that believed it would keep paying a round
+ *       trip per request to hear so instead of answering 529 at once.
  * Room reported by setAdmission clears (b) at once, and (b) also expires by itself, so a worker
  * that goes idle cannot stay "busy" (Dynamo's stale-busy bug) even if nothing else changes:
  * the next heartbeat snapshot reads false.
@@ -62,6 +66,8 @@ export interface AdmissionState {
   /** Undefined when admission is off. */
   limit?: number | undefined;
   queueLimit?: number | undefined;
+  /** A call arriving now would be admitted at once (AdmissionGate.hasRoom); absent = judged by the counts alone. */
+  hasRoom?: boolean | undefined;
 }
 
 export interface CallLoad {
@@ -103,9 +109,11 @@ export class LoadTracker {
   private readonly ranks: Rank[];
   private readonly listeners = new Set<() => void>();
   // Updated in place: the gate reports every acquire and release, so this path allocates nothing.
-  private readonly admission: AdmissionState = { engineRequest: 0, requestQueue: 0, limit: undefined, queueLimit: undefined };
+  private readonly admission: AdmissionState = { engineRequest: 0, requestQueue: 0, limit: undefined, queueLimit: undefined, hasRoom: undefined };
   private draining = false;
   private rejectedAt: number | undefined;
+  /** The last rejection left queue places: only a call admitted at once clears it (see (b) above). */
+  private rejectedUntilAdmittable = false;
   private model: string | null;
   private grpcAddress: string;
 
@@ -173,19 +181,30 @@ export class LoadTracker {
 
   setAdmission(state: AdmissionState): void {
     const a = this.admission;
-    if (state.limit === undefined || state.engineRequest < state.limit || state.queueLimit === undefined || state.requestQueue < state.queueLimit)
-      this.rejectedAt = undefined;
-    if (a.engineRequest === state.engineRequest && a.requestQueue === state.requestQueue && a.limit === state.limit && a.queueLimit === state.queueLimit)
+    const queuePlace =
+      state.limit === undefined || state.engineRequest < state.limit || state.queueLimit === undefined || state.requestQueue < state.queueLimit;
+    const admittable = state.hasRoom ?? queuePlace;
+    if (this.rejectedUntilAdmittable ? admittable : queuePlace) this.rejectedAt = undefined;
+    if (
+      a.engineRequest === state.engineRequest &&
+      a.requestQueue === state.requestQueue &&
+      a.limit === state.limit &&
+      a.queueLimit === state.queueLimit &&
+      a.hasRoom === state.hasRoom
+    )
       return;
     a.engineRequest = state.engineRequest;
     a.requestQueue = state.requestQueue;
     a.limit = state.limit;
     a.queueLimit = state.queueLimit;
+    a.hasRoom = state.hasRoom;
     this.changed();
   }
 
-  markRejected(): void {
+  /** `untilAdmittable`: the call was refused with queue places left (expected wait too long, queue timeout). */
+  markRejected(options: { untilAdmittable?: boolean } = {}): void {
     this.rejectedAt = this.now();
+    this.rejectedUntilAdmittable = options.untilAdmittable ?? false;
     this.changed();
   }
 

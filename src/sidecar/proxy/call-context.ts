@@ -6,7 +6,7 @@
 import type { IncomingHttpHeaders, OutgoingHttpHeaders } from 'node:http2';
 import type { AdmissionGate } from '../admission/gate.js';
 import type { Logger } from '../../platform/log.js';
-import type { SidecarMetrics } from '../metrics/sidecar-metrics.js';
+import type { RejectionReason, SidecarMetrics } from '../metrics/sidecar-metrics.js';
 import type { RawHeaders } from './request-headers.js';
 
 /** Sees the raw bytes of one dispatched call; must be cheap and must not throw. */
@@ -18,8 +18,8 @@ export interface TrafficTap {
 }
 
 export interface CallObserver {
-  /** A call was refused with RESOURCE_EXHAUSTED (worker full, or queued past the queue timeout). */
-  rejected(): void;
+  /** A call was refused with RESOURCE_EXHAUSTED (worker full, expected wait too long, or queued past the queue timeout). */
+  rejected(reason: RejectionReason): void;
   /** A call got an engine slot; return a tap to watch its bytes, or undefined (the common case). */
   dispatched(headers: IncomingHttpHeaders): TrafficTap | undefined;
   /** A call gave its engine slot back after holding it `heldMs` (the adaptive retry pushback's input). */

@@ -299,7 +299,7 @@ export class ProxiedCall implements OpenCall, DispatchTurn, StreamFaultSink, Cal
   /** Refused like a full worker: RESOURCE_EXHAUSTED with the retry pushback (or the given one), Trailers-Only. */
   private reject(reason: RejectionReason, pushbackMs = this.ctx.retryPushbackMs()): void {
     this.ctx.metrics.rejected(reason);
-    this.ctx.observer?.rejected();
+    this.ctx.observer?.rejected(reason);
     this.endWith(GrpcStatus.RESOURCE_EXHAUSTED, overloadResponse(pushbackMs));
   }
 

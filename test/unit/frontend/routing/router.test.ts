@@ -107,6 +107,20 @@ describe('routing decisions', () => {
     expect(router.route('m', none, 1).kind).toBe('overloaded');
   });
 
+  it("answers overloaded from a refusal lease with the worker's pushback left as the retry time, without a round trip", () => {
+    const { router, report, advance } = setup();
+    report(1);
+    const first = router.route('m', none, 1);
+    if (first.kind !== 'route') throw new Error('expected a route');
+    router.workerRefused(first.target, 'overloaded', 300);
+    advance(100);
+    expect(router.route('m', none, 1)).toMatchObject({ kind: 'overloaded', retryAfterMs: 200 });
+    advance(200);
+    expect(router.route('m', none, 1)).not.toHaveProperty('retryAfterMs');
+    router.workerRefused(first.target, 'overloaded');
+    expect(router.route('m', none, 1)).not.toHaveProperty('retryAfterMs');
+  });
+
   it('an unreachable worker is skipped for the lease; a NATS event does not clear it, a push update does', () => {
     const { router, report, advance } = setup();
     report(1);

@@ -22,9 +22,9 @@ const engine: ModelInfoEngine = {
 
 function build(
   config: Partial<LoadConfig> = {},
-  extra: { gate?: Partial<Record<'inEngine' | 'queued' | 'limit' | 'queueLimit', number>>; defaultEngineMetricsUrl?: string } = {},
+  extra: { gate?: Partial<Record<'inEngine' | 'queued' | 'limit' | 'queueLimit', number> & { hasRoom: boolean }>; defaultEngineMetricsUrl?: string } = {},
 ) {
-  const gate = { inEngine: 0, queued: 0, limit: Infinity, queueLimit: 0, ...extra.gate };
+  const gate = { inEngine: 0, queued: 0, limit: Infinity, queueLimit: 0, hasRoom: true, ...extra.gate };
   const logger = recordingLogger();
   const registry = new Registry();
   const reporting = new LoadReporting({
@@ -98,6 +98,19 @@ describe('LoadReporting', () => {
     expect(reporting.current()[0]!.overloaded).toBe(true);
     reporting.setDraining();
     expect(reporting.current()[0]!.draining).toBe(true);
+  });
+
+  it('keeps a worker that refused with queue places left overloaded until the gate would admit a call at once', () => {
+    const { reporting, gate } = build({}, { gate: { limit: 4, queueLimit: 4, inEngine: 4, queued: 1, hasRoom: false } });
+    reporting.syncAdmission();
+    reporting.rejected({ untilAdmittable: true });
+    gate.queued = 0;
+    reporting.syncAdmission();
+    expect(reporting.current()[0]!.overloaded).toBe(true);
+    gate.inEngine = 3;
+    gate.hasRoom = true;
+    reporting.syncAdmission();
+    expect(reporting.current()[0]!.overloaded).toBe(false);
   });
 
   it('does not advance sequence numbers when read for GET /load', () => {

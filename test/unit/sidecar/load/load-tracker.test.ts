@@ -161,6 +161,37 @@ describe('LoadTracker overloaded', () => {
     expect(rank0(t).overloaded).toBe(false);
   });
 
+  it('holds a refusal made with queue places left until a call would be admitted at once', () => {
+    const c = clock();
+    const t = new LoadTracker({ workerId: 1, now: c.now, overloadHoldMs: 1000 });
+    // Expected wait too long: the queue had places, so a place opening means nothing.
+    t.setAdmission({ engineRequest: 4, requestQueue: 1, limit: 4, queueLimit: 4, hasRoom: false });
+    t.markRejected({ untilAdmittable: true });
+    t.setAdmission({ engineRequest: 4, requestQueue: 0, limit: 4, queueLimit: 4, hasRoom: false });
+    expect(rank0(t).overloaded).toBe(true);
+    // A slot free but the first-token limit full: still no call admitted at once.
+    t.setAdmission({ engineRequest: 3, requestQueue: 0, limit: 4, queueLimit: 4, hasRoom: false });
+    expect(rank0(t).overloaded).toBe(true);
+    t.setAdmission({ engineRequest: 3, requestQueue: 0, limit: 4, queueLimit: 4, hasRoom: true });
+    expect(rank0(t).overloaded).toBe(false);
+    // ...and a later full-gate refusal goes back to the queue-place rule.
+    t.setAdmission({ engineRequest: 4, requestQueue: 4, limit: 4, queueLimit: 4, hasRoom: false });
+    t.markRejected();
+    t.setAdmission({ engineRequest: 4, requestQueue: 3, limit: 4, queueLimit: 4, hasRoom: false });
+    expect(rank0(t).overloaded).toBe(false);
+  });
+
+  it('expires a held refusal by itself too', () => {
+    const c = clock();
+    const t = new LoadTracker({ workerId: 1, now: c.now, overloadHoldMs: 300 });
+    t.setAdmission({ engineRequest: 4, requestQueue: 0, limit: 4, queueLimit: 4, hasRoom: false });
+    t.markRejected({ untilAdmittable: true });
+    c.advance(299);
+    expect(t.overloaded).toBe(true);
+    c.advance(1);
+    expect(t.snapshot()[0]!.overloaded).toBe(false);
+  });
+
   it('expires a rejection mark by itself even if the proxy never reports room', () => {
     const c = clock();
     const t = new LoadTracker({ workerId: 1, now: c.now, overloadHoldMs: 500 });

@@ -605,7 +605,11 @@ describe('ProxiedCall: the queue timeout', () => {
 
   it('answers a call queued past the queue timeout like a full worker: RESOURCE_EXHAUSTED with the pushback, counted as queue_timeout', () => {
     const rejected: string[] = [];
-    const h = harness({ queued: true, queueTimeoutMs: QUEUE_TIMEOUT_MS, observer: { rejected: () => rejected.push('observer'), dispatched: () => undefined } });
+    const h = harness({
+      queued: true,
+      queueTimeoutMs: QUEUE_TIMEOUT_MS,
+      observer: { rejected: (reason) => rejected.push(`observer ${reason}`), dispatched: () => undefined },
+    });
     h.call.start();
     h.clock.timers.advance(QUEUE_TIMEOUT_MS - 1);
     expect(h.call.phase).toBe('queued');
@@ -615,7 +619,7 @@ describe('ProxiedCall: the queue timeout', () => {
     expect(h.down.sentHeaders!['grpc-message']).toBe('Server overloaded: worker at capacity');
     expect(h.down.sentHeaders!['grpc-retry-pushback-ms']).toBe('250');
     expect(h.metrics.events).toEqual(['rejected queue_timeout']);
-    expect(rejected).toEqual(['observer']);
+    expect(rejected).toEqual(['observer queue_timeout']);
     expect(h.gate.queued).toBe(0);
     // The slot that frees later goes to nobody: the call never reaches the engine.
     h.blocker!.release();
