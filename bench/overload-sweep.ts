@@ -15,15 +15,17 @@
  *       [--mix fixed|heavy] [--seed 1] [--grace-s 30] [--out DIR]
  *
  * Prints a progress bar, then one Markdown table (median [min..max] over repeats per point and
- * configuration: goodput, p50/p99 TTFT and ITL of admitted requests, 529 share, time to 529),
- * writes it with the JSON of every run into DIR (default bench/results/overload), and draws
- * goodput and p99 TTFT against offered load, one line per configuration (SVG).
+ * configuration: goodput, p50/p99 TTFT and ITL of admitted requests, 529 share, time to 529,
+ * the engines' wasted tokens per second), writes it with the JSON of every run (wasted tokens
+ * split by reason) into DIR (default bench/results/overload), and draws goodput and p99 TTFT
+ * against offered load, one line per configuration (SVG).
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { runLoad } from '../src/tools/load/run.js';
 import type { LoadSummary } from '../src/tools/load/stats.js';
+import { scrapeWastedTokens, type WastedTokens } from './lib/engine-waste.js';
 import { REPO_ROOT, SIDECAR_MAIN } from './lib/paths.js';
 import { spawnProcess, stopAll, localSidecarEnv } from './lib/spawn.js';
 import { spread, type Spread } from './lib/stats.js';
@@ -111,6 +113,8 @@ if (problems.length > 0) {
 
 interface System {
   readonly url: string;
+  /** The engines' Prometheus endpoints, from their ready lines. */
+  readonly engineMetricsUrls: readonly string[];
   stop(): Promise<void>;
 }
 
@@ -119,9 +123,11 @@ async function startSystem(config: ConfigName): Promise<System> {
   const { env, frontend: frontendArgs } = CONFIGS[config];
   const sidecarArgs = config === 'best' && values['best-args'] !== undefined ? values['best-args'].split(/\s+/u).filter(Boolean) : CONFIGS[config].sidecar;
   const workers: string[] = [];
+  const engineMetricsUrls: string[] = [];
   for (let i = 0; i < 2; i++) {
     const engine = spawnProcess(`engine-${i}`, process.execPath, [SIDECAR_MAIN, ...ENGINE_ARGS, '--seed', String(i)], { cwd: REPO_ROOT });
     const ready = await engine.waitFor(/grpc=(\S+) metrics=(\S+)/, 15_000);
+    engineMetricsUrls.push(ready[2]!);
     const sidecar = spawnProcess(`sidecar-${i}`, process.execPath, [SIDECAR_MAIN, '--upstream', ready[1]!, '--engine-metrics-url', ready[2]!, ...sidecarArgs], {
       cwd: REPO_ROOT,
       env: localSidecarEnv({ DYN_LOG_LEVEL: 'error', ...env }),
@@ -148,7 +154,7 @@ async function startSystem(config: ConfigName): Promise<System> {
     i++
   )
     await new Promise((r) => setTimeout(r, 100));
-  return { url, stop: () => stopAll() };
+  return { url, engineMetricsUrls, stop: () => stopAll() };
 }
 
 let runsDone = 0;
@@ -159,10 +165,16 @@ function progress(what: string): void {
   process.stderr.write(`\r[${'#'.repeat(filled)}${'-'.repeat(width - filled)}] ${runsDone}/${runsTotal} ${what}`.padEnd(110));
 }
 
-async function point(config: ConfigName, rate: number, runSeed: number): Promise<LoadSummary> {
+interface PointResult {
+  readonly summary: LoadSummary;
+  /** Tokens the engines threw away during the point, by reason (fresh engines per point: one scrape at its end is the total). */
+  readonly wastedTokens: WastedTokens;
+}
+
+async function point(config: ConfigName, rate: number, runSeed: number): Promise<PointResult> {
   const system = await startSystem(config);
   try {
-    return await runLoad({
+    const summary = await runLoad({
       openai: system.url,
       rate,
       arrival: 'poisson',
@@ -172,6 +184,8 @@ async function point(config: ConfigName, rate: number, runSeed: number): Promise
       graceS,
       ...slo,
     });
+    // After the load (its grace cancellations included), before the engines stop.
+    return { summary, wastedTokens: await scrapeWastedTokens(system.engineMetricsUrls) };
   } finally {
     await system.stop();
   }
@@ -184,7 +198,7 @@ async function measureCapacity(): Promise<number> {
   runsTotal = ladder.length;
   for (const rate of ladder) {
     progress(`capacity: unprotected at ${rate}/s`);
-    const s = await point('unprotected', rate, seed);
+    const s = (await point('unprotected', rate, seed)).summary;
     runsDone++;
     if ((s.slo?.good ?? 0) / pointS < 0.95 * rate) break;
     best = rate;
@@ -196,7 +210,7 @@ async function measureCapacity(): Promise<number> {
 const capacity = values.capacity === undefined ? await measureCapacity() : Number(values.capacity);
 runsDone = 0;
 runsTotal = multiples.length * configs.length * repeats;
-const runs: { config: ConfigName; multiple: number; rate: number; repeat: number; summary: LoadSummary }[] = [];
+const runs: ({ config: ConfigName; multiple: number; rate: number; repeat: number } & PointResult)[] = [];
 try {
   // Interleaved: every configuration of a point, then the next repeat, so drift hits all alike.
   for (const [pointIndex, multiple] of multiples.entries()) {
@@ -206,7 +220,7 @@ try {
       for (const config of configs) {
         const rate = multiple * capacity;
         progress(`${config} at ${multiple}x C (${rate.toFixed(1)}/s), run ${repeat + 1}/${repeats}`);
-        runs.push({ config, multiple, rate, repeat, summary: await point(config, rate, runSeed) });
+        runs.push({ config, multiple, rate, repeat, ...(await point(config, rate, runSeed)) });
         runsDone++;
       }
     }
@@ -216,7 +230,7 @@ try {
   process.stderr.write('\n');
 }
 
-const figure = (s: LoadSummary) => {
+const figure = ({ summary: s, wastedTokens: w }: PointResult) => {
   const answered = s.completed + s.rejected;
   return {
     // Per second of arrivals: the drain after them (the slowest requests' tails) is no time the system was offered load.
@@ -228,13 +242,27 @@ const figure = (s: LoadSummary) => {
     share529: answered === 0 ? NaN : (100 * s.rejected) / answered,
     rejectP50: s.time_to_reject_ms.p50 ?? NaN,
     rejectP99: s.time_to_reject_ms.p99 ?? NaN,
+    // Per second of arrivals as goodput; the split by reason is in the JSON.
+    wastedPerS: (w.cancelled + w.deadline + w.preempted) / pointS,
   };
 };
 type Figure = ReturnType<typeof figure>;
 const over = (config: ConfigName, multiple: number, pick: (f: Figure) => number): Spread =>
-  spread(runs.filter((r) => r.config === config && r.multiple === multiple).map((r) => pick(figure(r.summary))));
+  spread(runs.filter((r) => r.config === config && r.multiple === multiple).map((r) => pick(figure(r))));
 
-const header = ['offered', 'config', 'goodput req/s', 'TTFT p50 ms', 'TTFT p99 ms', 'ITL p50 ms', 'ITL p99 ms', '529 %', 'time to 529 p50 ms', 'p99 ms'];
+const header = [
+  'offered',
+  'config',
+  'goodput req/s',
+  'TTFT p50 ms',
+  'TTFT p99 ms',
+  'ITL p50 ms',
+  'ITL p99 ms',
+  '529 %',
+  'time to 529 p50 ms',
+  'p99 ms',
+  'wasted tok/s',
+];
 const body = multiples.flatMap((m) =>
   configs.map((c) => [
     `${m}x (${(m * capacity).toFixed(1)}/s)`,
@@ -265,6 +293,7 @@ const body = multiples.flatMap((m) =>
       over(c, m, (f) => f.rejectP99),
       1,
     ),
+    formatSpread(over(c, m, (f) => f.wastedPerS)),
   ]),
 );
 const markdown = [`| ${header.join(' | ')} |`, `|${header.map(() => '---').join('|')}|`, ...body.map((row) => `| ${row.join(' | ')} |`)].join('\n');

@@ -11,7 +11,7 @@ import { GrpcStatus } from '../../protocol/grpc/status.js';
 import type { GenerateRequestMessage, GenerateResponseMessage, SchedulerLoadMessage } from '../../protocol/engine/engine-proto.js';
 import type { EngineOptions } from './options.js';
 import { InvalidRequestError, parseGenerateRequest } from './request.js';
-import { realTimers, Scheduler, type FinishReason, type SchedulerStats, type SequenceHandle, type Timers } from './scheduler.js';
+import { realTimers, Scheduler, type CancelReason, type FinishReason, type SchedulerStats, type SequenceHandle, type Timers } from './scheduler.js';
 import { engineStepCost } from './step-cost.js';
 
 /** Where a call's messages and its end go: the grpc-js stream in the server, a recorder in tests. */
@@ -34,8 +34,11 @@ export interface GenerateCallContext {
 /** A Generate call in flight, as its transport drives it. Every method is a no-op once the call ended. */
 export interface GenerateCall {
   readonly rank: number;
-  /** The client went away: drops the sequence and sends nothing more. */
-  cancel(): void;
+  /**
+   * The client went away (or the transport saw the deadline pass: `reason` 'deadline'): drops the
+   * sequence and sends nothing more.
+   */
+  cancel(reason?: 'cancelled' | 'deadline'): void;
 }
 
 /** vLLM's finish reasons as they go on the wire; "abort" only comes from Abort. */
@@ -50,6 +53,7 @@ class ActiveCall implements GenerateCall {
   /** The ids of the last chunk sent (streamed calls): vLLM's final complete repeats them. */
   private lastDelta: readonly number[] = [];
   private ended = false;
+  private endReason: CancelReason = 'cancelled';
   private deadlineTimer: unknown;
 
   constructor(
@@ -64,7 +68,7 @@ class ActiveCall implements GenerateCall {
 
   attach(handle: SequenceHandle): void {
     this.handle = handle;
-    if (this.ended) handle.cancel();
+    if (this.ended) handle.cancel(this.endReason);
   }
 
   armDeadline(timeoutMs: number | undefined): void {
@@ -81,7 +85,8 @@ class ActiveCall implements GenerateCall {
     if (this.ended) return;
     this.outputIds.push(...tokenIds);
     if (this.stream) this.chunk(tokenIds);
-    if (finish) this.complete(finish);
+    // The sequence has completed (released by the scheduler): its cancel counts nothing.
+    if (finish) this.complete(finish, 'shutdown');
   }
 
   /**
@@ -91,15 +96,16 @@ class ActiveCall implements GenerateCall {
   abort(): void {
     if (this.ended) return;
     if (this.stream) this.chunk([]);
-    this.complete('abort');
+    this.complete('abort', 'cancelled');
   }
 
-  cancel(): void {
-    this.finish();
+  cancel(reason: 'cancelled' | 'deadline' = 'cancelled'): void {
+    this.finish(reason);
   }
 
+  /** A call failed by its deadline wastes as 'deadline'; any other failure is shutdown, not waste. */
   fail(code: GrpcStatus, details: string): void {
-    if (this.finish()) this.sink.fail(code, details);
+    if (this.finish(code === GrpcStatus.DEADLINE_EXCEEDED ? 'deadline' : 'shutdown')) this.sink.fail(code, details);
   }
 
   private chunk(tokenIds: readonly number[]): void {
@@ -107,8 +113,8 @@ class ActiveCall implements GenerateCall {
     this.sink.write({ chunk: { token_ids: [...tokenIds], prompt_tokens: this.promptTokens, completion_tokens: tokenIds.length, cached_tokens: 0 } });
   }
 
-  private complete(reason: WireFinishReason): void {
-    if (!this.finish()) return;
+  private complete(reason: WireFinishReason, cancelReason: CancelReason): void {
+    if (!this.finish(cancelReason)) return;
     const ids = this.stream ? this.lastDelta : this.outputIds;
     this.sink.write({
       complete: { output_ids: [...ids], finish_reason: reason, prompt_tokens: this.promptTokens, completion_tokens: ids.length, cached_tokens: 0 },
@@ -117,11 +123,12 @@ class ActiveCall implements GenerateCall {
   }
 
   /** Drops the sequence (freeing its blocks) and the call's registration; false if it had ended already. */
-  private finish(): boolean {
+  private finish(reason: CancelReason): boolean {
     if (this.ended) return false;
     this.ended = true;
+    this.endReason = reason;
     if (this.deadlineTimer !== undefined) this.timers.clear(this.deadlineTimer);
-    this.handle?.cancel();
+    this.handle?.cancel(reason);
     this.onEnd(this);
     return true;
   }
@@ -215,7 +222,18 @@ export class EngineCore {
 
   /** Every rank's stats summed. */
   stats(): SchedulerStats {
-    const sum: SchedulerStats = { running: 0, waiting: 0, usedBlocks: 0, totalBlocks: 0, generatedTokens: 0, prefilledTokens: 0, preemptions: 0 };
+    const sum: SchedulerStats = {
+      running: 0,
+      waiting: 0,
+      usedBlocks: 0,
+      totalBlocks: 0,
+      generatedTokens: 0,
+      prefilledTokens: 0,
+      preemptions: 0,
+      wastedCancelledTokens: 0,
+      wastedDeadlineTokens: 0,
+      wastedPreemptedTokens: 0,
+    };
     for (const s of this.rankStats()) for (const key of Object.keys(sum) as (keyof SchedulerStats)[]) sum[key] += s[key];
     return sum;
   }

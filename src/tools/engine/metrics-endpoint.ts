@@ -73,6 +73,22 @@ export function createEngineRegistry(source: EngineMetricsSource): Registry {
   counter('vllm:generation_tokens_total', 'Number of generated tokens.', (s) => s.generatedTokens);
   counter('vllm:prompt_tokens_total', 'Number of prefill tokens processed (recomputation included).', (s) => s.prefilledTokens);
   counter('vllm:num_preemptions_total', 'Cumulative number of preemptions.', (s) => s.preemptions);
+  // Not a vLLM series (vLLM has none for this): the simulator's own, for the overload sweep.
+  new Counter({
+    name: 'dynamo_sim_engine_wasted_tokens_total',
+    help: 'Prefill tokens computed plus tokens generated since last admitted, thrown away by a client cancel or Abort (cancelled), a gRPC deadline (deadline) or a KV preemption (preempted, recomputed on resume).',
+    labelNames: ['model_name', 'engine', 'reason'],
+    registers: [registry],
+    collect() {
+      this.reset();
+      source.rankStats().forEach((s, rank) => {
+        const labels = { ...model, engine: String(rank) };
+        this.inc({ ...labels, reason: 'cancelled' }, s.wastedCancelledTokens);
+        this.inc({ ...labels, reason: 'deadline' }, s.wastedDeadlineTokens);
+        this.inc({ ...labels, reason: 'preempted' }, s.wastedPreemptedTokens);
+      });
+    },
+  });
   return registry;
 }
 

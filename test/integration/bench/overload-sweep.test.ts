@@ -19,6 +19,7 @@ afterAll(() => rmSync(out, { recursive: true, force: true }));
 interface Run {
   config: string;
   summary: { completed: number; rejected: number; slo?: { good: number; goodput_per_s: number } };
+  wastedTokens: Record<string, number>;
 }
 
 function sweep(args: string[]): Promise<{ code: number | null; output: string }> {
@@ -44,6 +45,11 @@ describe('npm run bench:overload, one point', () => {
     const { runs } = JSON.parse(readFileSync(join(out, 'overload.json'), 'utf8')) as { runs: Run[] };
     const good = (config: string): number => runs.find((r) => r.config === config)!.summary.slo!.good;
     expect(runs.map((r) => r.config).sort()).toEqual(['best', 'unprotected']);
+    for (const run of runs) {
+      expect(Object.keys(run.wastedTokens).sort()).toEqual(['cancelled', 'deadline', 'preempted']);
+      for (const tokens of Object.values(run.wastedTokens)) expect(tokens).toBeGreaterThanOrEqual(0);
+    }
+    expect(readFileSync(join(out, 'overload.md'), 'utf8')).toContain('| wasted tok/s |');
     expect(runs.find((r) => r.config === 'best')!.summary.rejected, 'the protected system refuses some of 4x').toBeGreaterThan(0);
     expect(good('best'), `good requests: best ${good('best')}, unprotected ${good('unprotected')}`).toBeGreaterThan(good('unprotected'));
   }, 180_000);

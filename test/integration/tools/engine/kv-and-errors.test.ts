@@ -6,6 +6,8 @@ import { engineClient, generate, metricValue, startGenerate, tokens } from '../.
 import { waitFor } from '../../../support/wait.js';
 
 const metrics = async (engine: RunningEngine): Promise<string> => (await fetch(engine.metricsUrl)).text();
+const wasted = (body: string, reason: string): number =>
+  Number(new RegExp(`^dynamo_sim_engine_wasted_tokens_total\\{[^}]*reason="${reason}"[^}]*\\} (\\S+)$`, 'm').exec(body)?.[1] ?? NaN);
 
 describe('KV cache with 100 blocks of 16 tokens', () => {
   let engine: RunningEngine;
@@ -56,6 +58,10 @@ describe('KV cache with 100 blocks of 16 tokens', () => {
     // 3 running hold >= 90; 2 running hold 60..86 (at most 200 output tokens = 13 blocks each).
     calls[0]!.cancel();
     await waitFor(() => engine.stats().running === 2 && engine.stats().usedBlocks <= 86, 'the cancelled call to leave with its blocks', 5000);
+    // Its 480 prefilled tokens at least, plus what it generated; nothing under the other reasons.
+    const body = await metrics(engine);
+    expect(wasted(body, 'cancelled')).toBeGreaterThanOrEqual(480);
+    expect([wasted(body, 'deadline'), wasted(body, 'preempted')]).toEqual([0, 0]);
     const afterCancel = engine.stats();
     expect(afterCancel.usedBlocks).toBeGreaterThanOrEqual(60);
     // At most 40 blocks are free and kv3 needs 60: it keeps waiting.
@@ -110,5 +116,9 @@ describe('bad requests and deadlines', () => {
     expect(out.code).toBe(4);
     expect(Date.now() - started).toBeLessThan(1000);
     await waitFor(() => engine.stats().usedBlocks === 0 && engine.stats().running === 0, 'blocks freed', 5000);
+    // However grpc-js and the engine's own timer race at the deadline, the work counts as deadline.
+    const body = await metrics(engine);
+    expect(wasted(body, 'deadline')).toBeGreaterThan(0);
+    expect(wasted(body, 'cancelled')).toBe(0);
   });
 });

@@ -250,6 +250,48 @@ describe('EngineCore endings', () => {
   });
 });
 
+describe('EngineCore wasted tokens', () => {
+  const wasted = (core: EngineCore) => {
+    const s = core.stats();
+    return { cancelled: s.wastedCancelledTokens, deadline: s.wastedDeadlineTokens, preempted: s.wastedPreemptedTokens };
+  };
+
+  // A 40-token prompt prefills in 0.4 ms and samples its first token; then one token per 10 ms step.
+  it('counts the prompt and the tokens of a call the client cancels mid-generation as cancelled', () => {
+    const { core, start, timers } = setup();
+    const { sink, call } = start({ request_id: 'c' });
+    timers.advance(25);
+    expect(sink.streamed).toHaveLength(3);
+    call.cancel();
+    expect(wasted(core)).toEqual({ cancelled: 43, deadline: 0, preempted: 0 });
+  });
+
+  it('counts an Abort as cancelled and a call ended by its deadline as deadline', () => {
+    const { core, start, timers } = setup({ dataParallelSize: 2 });
+    start({ request_id: 'a', data_parallel_rank: 0 });
+    start({ request_id: 'd', data_parallel_rank: 1 }, { timeoutMs: 15 });
+    timers.advance(15); // 'd': 2 tokens (0.4, 10.4 ms) when its deadline strikes
+    expect(core.abort(['a'])).toBe(1);
+    expect(wasted(core)).toEqual({ cancelled: 42, deadline: 42, preempted: 0 });
+    expect(core.rankStats().map((s) => s.wastedDeadlineTokens)).toEqual([0, 42]);
+  });
+
+  it("counts the transport's deadline cancel as deadline, and nothing for calls that complete or are failed at shutdown", () => {
+    const { core, start, timers } = setup();
+    const late = start({ request_id: 'l' });
+    const done = start({ request_id: 'q', sampling_params: { max_tokens: 2 } });
+    const shut = start({ request_id: 's' });
+    timers.advance(25); // 'l' alone for 0.4 ms, then with the two others: tokens at 0.4, 11.2, 21.2 ms
+    expect(done.sink.ending?.code).toBe(GrpcStatus.OK);
+    done.call.cancel();
+    late.call.cancel('deadline');
+    core.failAll(GrpcStatus.UNAVAILABLE, 'shutting down');
+    expect(shut.sink.ending?.code).toBe(GrpcStatus.UNAVAILABLE);
+    expect(late.sink.streamed).toHaveLength(3);
+    expect(wasted(core)).toEqual({ cancelled: 0, deadline: 43, preempted: 0 });
+  });
+});
+
 describe('EngineCore step cost', () => {
   /** Tokens each of `calls` streamed calls (200-token prompts) has after `ms` of fake time. */
   function tokensPerCall(overrides: Partial<EngineOptions>, calls: number, ms: number): number[] {

@@ -6,7 +6,18 @@ import { createEngineRegistry } from '../../../../src/tools/engine/metrics-endpo
 import type { SchedulerStats } from '../../../../src/tools/engine/scheduler.js';
 
 function stats(usedBlocks: number, running: number, waiting: number, generatedTokens = 0): SchedulerStats {
-  return { running, waiting, usedBlocks, totalBlocks: 100, generatedTokens, prefilledTokens: 0, preemptions: 0 };
+  return {
+    running,
+    waiting,
+    usedBlocks,
+    totalBlocks: 100,
+    generatedTokens,
+    prefilledTokens: 0,
+    preemptions: 0,
+    wastedCancelledTokens: 0,
+    wastedDeadlineTokens: 0,
+    wastedPreemptedTokens: 0,
+  };
 }
 
 const source = (ranks: SchedulerStats[]) => ({
@@ -36,6 +47,15 @@ describe('engine /metrics', () => {
     expect(text).toContain('vllm:generation_tokens_total{model_name="m",engine="1"} 9');
     expect(text.match(/^vllm:cache_config_info\{/gm)).toHaveLength(1);
     expect(text).not.toMatch(/^vllm:cache_config_info\{[^}]*engine=/m);
+  });
+
+  it('exports the wasted tokens per rank and reason', async () => {
+    const rank1 = { ...stats(0, 0, 0), wastedCancelledTokens: 11, wastedDeadlineTokens: 12, wastedPreemptedTokens: 13 };
+    const text = await createEngineRegistry(source([stats(0, 0, 0), rank1])).metrics();
+    expect(text).toContain('dynamo_sim_engine_wasted_tokens_total{model_name="m",engine="0",reason="cancelled"} 0');
+    expect(text).toContain('dynamo_sim_engine_wasted_tokens_total{model_name="m",engine="1",reason="cancelled"} 11');
+    expect(text).toContain('dynamo_sim_engine_wasted_tokens_total{model_name="m",engine="1",reason="deadline"} 12');
+    expect(text).toContain('dynamo_sim_engine_wasted_tokens_total{model_name="m",engine="1",reason="preempted"} 13');
   });
 
   it('with one rank, labels it engine="0" and the reader sees rank 0 alone', async () => {

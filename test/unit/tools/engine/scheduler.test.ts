@@ -106,6 +106,55 @@ describe('Scheduler', () => {
     expect(scheduler.stats().usedBlocks).toBe(0);
   });
 
+  it('counts the work a preemption throws away, exactly, as preempted', () => {
+    const { timers, scheduler, submit } = setup({ numGpuBlocks: 3, blockSize: 4 });
+    // a prefills alone (its first token takes a second block); the next step decodes a and
+    // prefills b (the third block), whose first token finds no block: b, the newest, is preempted
+    // (4 prefilled + 1 generated = 5 wasted). It resumes once a (6 tokens) completes and
+    // prefills its 5-token context again.
+    const a = submit(4, 6);
+    const b = submit(4, 6, 50);
+    timers.advance(11);
+    expect(scheduler.stats()).toMatchObject({ preemptions: 1, wastedPreemptedTokens: 5, running: 1, waiting: 1 });
+    for (let i = 0; i < 100 && b.out.finish === undefined; i++) timers.advance(10);
+    expect(a.out.tokens).toHaveLength(6);
+    expect(b.out.tokens).toHaveLength(6);
+    expect(scheduler.stats()).toMatchObject({
+      preemptions: 1,
+      prefilledTokens: 4 + 4 + 5,
+      generatedTokens: 12,
+      wastedPreemptedTokens: 5,
+      wastedCancelledTokens: 0,
+      wastedDeadlineTokens: 0,
+    });
+  });
+
+  it("counts a dropped sequence's work since admission by reason, once, and nothing after it completed or at close", () => {
+    const { timers, scheduler, submit } = setup();
+    const c = submit(200, 100); // prefill 2 ms + first token, then 10 ms per token
+    const d = submit(100, 100, 500);
+    const done = submit(10, 1, 900);
+    const closed = submit(10, 100, 1500);
+    timers.advance(25);
+    expect(c.out.tokens).toHaveLength(3);
+    c.handle.cancel();
+    c.handle.cancel();
+    d.handle.cancel('deadline');
+    done.handle.cancel();
+    expect(closed.out.tokens).toHaveLength(2);
+    scheduler.close();
+    expect(scheduler.stats()).toMatchObject({ wastedCancelledTokens: 203, wastedDeadlineTokens: 102, wastedPreemptedTokens: 0 });
+  });
+
+  it('counts nothing for a sequence cancelled while still waiting for KV', () => {
+    const { timers, scheduler, submit } = setup({ numGpuBlocks: 1, blockSize: 16 });
+    submit(10, 100);
+    const queued = submit(10, 100, 50);
+    timers.advance(5);
+    queued.handle.cancel();
+    expect(scheduler.stats()).toMatchObject({ waiting: 0, wastedCancelledTokens: 0 });
+  });
+
   it('stops early with reason "stop" when early-stop probability is 1', () => {
     const { timers, submit } = setup({ earlyStopProb: 1 });
     const { out } = submit(10, 100);
