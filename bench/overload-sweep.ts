@@ -25,7 +25,7 @@ import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { runLoad } from '../src/tools/load/run.js';
 import type { LoadSummary } from '../src/tools/load/stats.js';
-import { scrapeWastedTokens, type WastedTokens } from './lib/engine-waste.js';
+import { scrapeWastedTokens, WASTE_REASONS, type WastedTokens } from './lib/engine-waste.js';
 import { REPO_ROOT, SIDECAR_MAIN } from './lib/paths.js';
 import { spawnProcess, stopAll, localSidecarEnv } from './lib/spawn.js';
 import { spread, type Spread } from './lib/stats.js';
@@ -243,7 +243,7 @@ const figure = ({ summary: s, wastedTokens: w }: PointResult) => {
     rejectP50: s.time_to_reject_ms.p50 ?? NaN,
     rejectP99: s.time_to_reject_ms.p99 ?? NaN,
     // Per second of arrivals as goodput; the split by reason is in the JSON.
-    wastedPerS: (w.cancelled + w.deadline + w.preempted) / pointS,
+    wastedPerS: WASTE_REASONS.reduce((sum, reason) => sum + w[reason], 0) / pointS,
   };
 };
 type Figure = ReturnType<typeof figure>;

@@ -4,25 +4,27 @@
  * overload sweep starts fresh engines for each point, so one scrape at its end is the point's total.
  */
 
+import { parsePrometheusText } from '../../src/sidecar/load/prometheus-text.js';
+
 export const WASTE_REASONS = ['cancelled', 'deadline', 'preempted'] as const;
 export type WasteReason = (typeof WASTE_REASONS)[number];
 export type WastedTokens = Record<WasteReason, number>;
 
 const SERIES = 'dynamo_sim_engine_wasted_tokens_total';
+const IN_FLIGHT_SERIES = new Set(['vllm:num_requests_running', 'vllm:num_requests_waiting']);
+
+const noWaste = (): WastedTokens => ({ cancelled: 0, deadline: 0, preempted: 0 });
+const isWasteReason = (reason: string | undefined): reason is WasteReason => (WASTE_REASONS as readonly (string | undefined)[]).includes(reason);
 
 /** Sums the series per reason over its other labels; throws if the text has none of it (not the simulated engine, or an older one). */
 export function parseWastedTokens(text: string): WastedTokens {
-  const sum: WastedTokens = { cancelled: 0, deadline: 0, preempted: 0 };
+  const sum = noWaste();
   let seen = 0;
-  for (const line of text.split('\n')) {
-    const match = /^dynamo_sim_engine_wasted_tokens_total\{([^}]*)\}\s+(\S+)/u.exec(line);
-    if (match === null) continue;
-    const reason = /(?:^|,)reason="([^"]*)"/u.exec(match[1]!)?.[1];
-    const value = Number(match[2]);
-    if (!(WASTE_REASONS as readonly string[]).includes(reason ?? '') || !Number.isFinite(value)) {
-      throw new Error(`unexpected ${SERIES} sample: ${line}`);
-    }
-    sum[reason as WasteReason] += value;
+  for (const { name, labels, value } of parsePrometheusText(text).samples) {
+    if (name !== SERIES) continue;
+    const { reason } = labels;
+    if (!isWasteReason(reason) || !Number.isFinite(value)) throw new Error(`unexpected ${SERIES} sample: reason ${String(reason)}, value ${value}`);
+    sum[reason] += value;
     seen += 1;
   }
   if (seen === 0) throw new Error(`no ${SERIES} series in the scrape`);
@@ -31,13 +33,15 @@ export function parseWastedTokens(text: string): WastedTokens {
 
 /** Adds the engines' wasted tokens, reason by reason. */
 export function addWastedTokens(a: WastedTokens, b: WastedTokens): WastedTokens {
-  return { cancelled: a.cancelled + b.cancelled, deadline: a.deadline + b.deadline, preempted: a.preempted + b.preempted };
+  const sum = noWaste();
+  for (const reason of WASTE_REASONS) sum[reason] = a[reason] + b[reason];
+  return sum;
 }
 
 /** Sequences an engine still holds: its `vllm:num_requests_running` + `vllm:num_requests_waiting` over every rank. */
 export function parseInFlight(text: string): number {
   let sum = 0;
-  for (const match of text.matchAll(/^vllm:num_requests_(?:running|waiting)(?:\{[^}]*\})?\s+(\S+)/gmu)) sum += Number(match[1]);
+  for (const { name, value } of parsePrometheusText(text).samples) if (IN_FLIGHT_SERIES.has(name)) sum += value;
   return sum;
 }
 
@@ -58,5 +62,5 @@ export async function scrapeWastedTokens(metricsUrls: readonly string[], settleT
     await new Promise((r) => setTimeout(r, 100));
     texts = await Promise.all(metricsUrls.map(scrape));
   }
-  return texts.map(parseWastedTokens).reduce(addWastedTokens, { cancelled: 0, deadline: 0, preempted: 0 });
+  return texts.map(parseWastedTokens).reduce(addWastedTokens, noWaste());
 }

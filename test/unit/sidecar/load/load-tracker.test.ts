@@ -181,21 +181,13 @@ describe('LoadTracker overloaded', () => {
     expect(rank0(t).overloaded).toBe(false);
   });
 
-  it('expires a held refusal by itself too', () => {
-    const c = clock();
-    const t = new LoadTracker({ workerId: 1, now: c.now, overloadHoldMs: 300 });
-    t.setAdmission({ engineRequest: 4, requestQueue: 0, limit: 4, queueLimit: 4, hasRoom: false });
-    t.markRejected({ untilAdmittable: true });
-    c.advance(299);
-    expect(t.overloaded).toBe(true);
-    c.advance(1);
-    expect(t.snapshot()[0]!.overloaded).toBe(false);
-  });
-
-  it('expires a rejection mark by itself even if the proxy never reports room', () => {
+  it.each([
+    { mark: 'a full-gate rejection', options: {} },
+    { mark: 'a refusal held until admittable', options: { untilAdmittable: true } },
+  ])('expires $mark by itself even if the proxy never reports room', ({ options }) => {
     const c = clock();
     const t = new LoadTracker({ workerId: 1, now: c.now, overloadHoldMs: 500 });
-    t.markRejected();
+    t.markRejected(options);
     c.advance(499);
     expect(t.overloaded).toBe(true);
     c.advance(1);
