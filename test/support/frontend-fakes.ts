@@ -44,7 +44,7 @@ export class FakeRouter implements Router {
   decide: ((model: string, tried: ReadonlySet<string>) => RouteDecision) | undefined;
   readonly routeCalls: { model: string; tried: string[]; promptTokens: number }[] = [];
   readonly inflight: InFlightRecord[] = [];
-  readonly refused: { workerId: string; kind: string }[] = [];
+  readonly refused: { workerId: string; kind: string; pushbackMs?: number }[] = [];
   isReady = true;
   inactive: InactiveCheck[] = [];
 
@@ -69,8 +69,8 @@ export class FakeRouter implements Router {
     };
   }
 
-  workerRefused(t: RouteTarget, kind: 'overloaded' | 'unreachable'): void {
-    this.refused.push({ workerId: t.workerId, kind });
+  workerRefused(t: RouteTarget, kind: 'overloaded' | 'unreachable', pushbackMs?: number): void {
+    this.refused.push({ workerId: t.workerId, kind, ...(pushbackMs === undefined ? {} : { pushbackMs }) });
   }
 
   ready(): boolean {

@@ -158,6 +158,19 @@ describe('the attempt loop', () => {
     expect((await chat()).headers['retry-after'], 'at least a second').toBe('1');
   });
 
+  it("hands each refusal's pushback to the router, and takes Retry-After from a 529 the router answers from its leases", async () => {
+    t = testApp({ options: { retryAfterS: 9 } });
+    t.router.targets = [target('1')];
+    t.workers.scripts.set('1', fails(GrpcStatus.RESOURCE_EXHAUSTED, 'full', { 'grpc-retry-pushback-ms': '1500' }));
+    await chat();
+    expect(t.router.refused).toEqual([{ workerId: '1', kind: 'overloaded', pushbackMs: 1500 }]);
+    // No worker tried: the router's leases alone answer, with the soonest worker's pushback left.
+    t.router.decide = () => ({ kind: 'overloaded', details: OVERLOAD_DETAILS, retryAfterMs: 2400 });
+    const res = await chat();
+    expect(res.statusCode).toBe(529);
+    expect(res.headers['retry-after']).toBe('3');
+  });
+
   it('falls back to --retry-after-s when no refusing worker sent a pushback', async () => {
     t = testApp({ options: { retryAfterS: 9 } });
     t.router.targets = [target('1')];
