@@ -115,7 +115,7 @@ describe('the frontend over real sidecars', () => {
     const res = await chat();
     expect(res.status).toBe(200);
     expect(((await res.json()) as { choices: { finish_reason: string }[] }).choices[0]!.finish_reason).toBe('length');
-    expect(router.refused).toEqual([{ workerId: '1', kind: 'overloaded' }]);
+    expect(router.refused).toEqual([{ workerId: '1', kind: 'overloaded', pushbackMs: 250 }]);
     expect(await metricValue(registry, 'dynamo_frontend_worker_rejections_total', { model: 'sim', reason: 'overloaded' })).toBe(1);
     expect(await workers[0]!.sidecar.metric('dynamo_rejection_request_total')).toBe(1);
     expect(await workers[1]!.sidecar.metric('dynamo_rejection_request_total')).toBe(0);
