@@ -58,6 +58,7 @@ try {
     model: 'meta-llama/Llama-3.1-8B-Instruct',
     grpc_address: '10.0.0.5:50050',
     heartbeat_ms: 1000,
+    predicted_ttft_ms: 180,
   };
   const header = (sequence: number) => ({ publisherId: 123456789012345, sequence, publishedAtMs: Date.now(), topic: 'kv_metrics' });
   const json = Buffer.from(JSON.stringify(event));

@@ -32,6 +32,14 @@ export interface LoadEvent {
   grpc_address: string;
   /** An event (or push update) comes at least this often. */
   heartbeat_ms: number;
+  /**
+   * How long a call arriving now would wait for its first token, in ms, by the sidecar's own
+   * estimate: its expected wait for room (0 when it would be admitted at once) plus the recent
+   * mean time from an engine slot to the first token. null until a first token has been seen.
+   * Taken when the event is; frontends route by it (lowest first) and may call a worker busy
+   * above --max-predicted-ttft-ms.
+   */
+  predicted_ttft_ms: number | null;
 }
 
 export class InvalidSubjectNameError extends Error {

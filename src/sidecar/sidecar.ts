@@ -108,6 +108,7 @@ export async function startSidecar(config: SidecarConfig, deps: SidecarDeps): Pr
     defaultEngineMetricsUrl: deps.engineMetricsUrl,
     registry,
     logger,
+    predictTtftMs: () => pushback.predictedTtftMs(),
   });
   gate.subscribe(() => reporting.syncAdmission());
   const admission = new AdmissionControl({ gate, settings, pushback, metrics, onChange: () => reporting.admissionChanged(), logger });

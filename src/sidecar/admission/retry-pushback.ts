@@ -122,6 +122,17 @@ export class RetryPushback {
     return wait;
   }
 
+  /**
+   * How long a call arriving now would wait for its first token: the expected wait for room plus
+   * the recent mean time from slot to first token; `undefined` until both are known. The load
+   * events carry it (predicted_ttft_ms) so a frontend can route to the worker that answers soonest.
+   */
+  predictedTtftMs(): number | undefined {
+    const wait = this.expectedWaitMs();
+    const firstToken = this.meanFirstTokenMs;
+    return wait === undefined || firstToken === undefined ? undefined : wait + firstToken;
+  }
+
   /** What a rejection would carry now, before jitter (the gauge and GET /admission show it). */
   estimateMs(): number {
     const { retryPushbackMode, retryPushbackMs, retryPushbackMinMs: min, retryPushbackMaxMs: max } = this.settings;

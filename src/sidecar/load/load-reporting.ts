@@ -45,6 +45,8 @@ export interface LoadReportingDeps {
   readonly defaultEngineMetricsUrl?: string | undefined;
   readonly registry: Registry;
   readonly logger: Logger;
+  /** The events' predicted_ttft_ms (RetryPushback.predictedTtftMs). */
+  readonly predictTtftMs?: () => number | undefined;
 }
 
 /** The KV source actually in use ('traffic': none). */
@@ -75,6 +77,7 @@ export class LoadReporting {
       trackOutputBlocks: config.trackOutputBlocks,
       heartbeatMs: config.loadHeartbeatMs,
       model: config.servedModelName,
+      predictTtftMs: deps.predictTtftMs,
     });
     this.accounting = new TrafficAccounting(this.tracker, config.dataParallelSize, config.generateWire);
     this.syncAdmission();

@@ -58,6 +58,8 @@ export interface LoadTrackerConfig {
   /** Initial grpc_address; default '' until setGrpcAddress(). */
   grpcAddress?: string;
   now?: () => number;
+  /** predicted_ttft_ms, read when an event is taken (undefined: not known yet). */
+  predictTtftMs?: (() => number | undefined) | undefined;
 }
 
 export interface AdmissionState {
@@ -261,6 +263,7 @@ export class LoadTracker {
     let decode = 0;
     for (const c of r.calls) decode += this.blocks(r, c);
     const { engineRequest, requestQueue, limit } = this.admission;
+    const predictedTtft = this.config.predictTtftMs?.();
     return {
       worker_id: this.workerIdValue,
       dp_rank: i,
@@ -279,6 +282,7 @@ export class LoadTracker {
       model: this.model,
       grpc_address: this.grpcAddress,
       heartbeat_ms: this.config.heartbeatMs ?? DEFAULT_LOAD_HEARTBEAT_MS,
+      predicted_ttft_ms: predictedTtft === undefined ? null : Math.round(predictedTtft),
     };
   }
 

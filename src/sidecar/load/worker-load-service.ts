@@ -284,6 +284,7 @@ function rankLoad(event: LoadEvent, sequence: number): RankLoadMessage {
     model: event.model ?? '',
     grpc_address: event.grpc_address,
     heartbeat_ms: event.heartbeat_ms,
+    predicted_ttft_ms: event.predicted_ttft_ms ?? undefined,
   };
 }
 

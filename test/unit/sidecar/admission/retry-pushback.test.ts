@@ -149,3 +149,30 @@ describe('RetryPushback.expectedWaitMs (who may queue, --max-queue-wait-ms)', ()
     expect(pushback.expectedWaitMs()).toBeCloseTo(want, 9);
   });
 });
+
+describe('RetryPushback.predictedTtftMs (the load events predicted_ttft_ms)', () => {
+  it('is unknown until a first token has been seen, even with room', () => {
+    const { gate, pushback } = setup();
+    Object.assign(gate, { inEngine: 1, limit: 8 });
+    expect(pushback.predictedTtftMs()).toBeUndefined();
+    pushback.firstTokenAfter(40);
+    expect(pushback.predictedTtftMs()).toBe(40);
+  });
+
+  it('with room: the mean time from slot to first token; when full: the expected wait added to it', () => {
+    const { gate, pushback } = setup();
+    pushback.slotHeld(1000);
+    pushback.firstTokenAfter(100);
+    Object.assign(gate, { inEngine: 3, limit: 8, queued: 0 });
+    expect(pushback.predictedTtftMs()).toBe(100);
+    Object.assign(gate, { inEngine: 8, limit: 8, queued: 7 });
+    expect(pushback.predictedTtftMs()).toBeCloseTo(1000 + 100, 9);
+  });
+
+  it('is unknown while the binding limit has no observed time, as the expected wait is', () => {
+    const { gate, pushback } = setup();
+    pushback.firstTokenAfter(100);
+    Object.assign(gate, { inEngine: 8, limit: 8, queued: 0 });
+    expect(pushback.predictedTtftMs()).toBeUndefined();
+  });
+});

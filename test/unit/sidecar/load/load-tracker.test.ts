@@ -107,8 +107,19 @@ describe('LoadTracker scrape and config precedence', () => {
         model: null,
         grpc_address: '',
         heartbeat_ms: 1000,
+        predicted_ttft_ms: null,
       },
     ]);
+  });
+
+  it('carries the predicted TTFT read when each event is taken, in whole ms, and null while unknown', () => {
+    let predicted: number | undefined;
+    const t = new LoadTracker({ workerId: 1, dataParallelSize: 2, predictTtftMs: () => predicted });
+    expect(t.peek().map((e) => e.predicted_ttft_ms)).toEqual([null, null]);
+    predicted = 123.6;
+    expect(t.snapshot().map((e) => e.predicted_ttft_ms)).toEqual([124, 124]);
+    predicted = 0;
+    expect(t.peek()[0]!.predicted_ttft_ms).toBe(0);
   });
 
   it('carries the model, the advertised address and the heartbeat in every rank, and reports their changes', () => {

@@ -95,6 +95,7 @@ function event(dpRank = 0): LoadEvent {
     model: 'm',
     grpc_address: '127.0.0.1:9000',
     heartbeat_ms: 1000,
+    predicted_ttft_ms: null,
   };
 }
 

@@ -115,7 +115,9 @@ class FakeWatchStream extends EventEmitter implements WatchStream {
 
 function setup(options: { heartbeatMs?: number; dataParallelSize?: number } = {}) {
   const clock = fakeClock();
+  const predicted: { ttftMs: number | undefined } = { ttftMs: undefined };
   const tracker = new LoadTracker({
+    predictTtftMs: () => predicted.ttftMs,
     workerId: 77,
     dataParallelSize: options.dataParallelSize ?? 1,
     heartbeatMs: options.heartbeatMs ?? 1000,
@@ -130,14 +132,14 @@ function setup(options: { heartbeatMs?: number; dataParallelSize?: number } = {}
     service.watch(stream);
     return stream;
   };
-  return { clock, tracker, service, listeners, watch };
+  return { clock, tracker, service, listeners, watch, predicted };
 }
 
 const admission = (engineRequest: number) => ({ engineRequest, requestQueue: 0, limit: 8, queueLimit: 4 });
 
 describe('WorkerLoadService with fake streams and a fake clock', () => {
   it('sends the current load at once, every event field mapped, unknown optionals left out and no model as ""', () => {
-    const { tracker, watch } = setup({ dataParallelSize: 2 });
+    const { tracker, watch, predicted } = setup({ dataParallelSize: 2 });
     const stream = watch();
     expect(stream.headers).toMatchObject({ ':status': 200, 'content-type': 'application/grpc' });
     expect(stream.updates).toHaveLength(1);
@@ -161,12 +163,14 @@ describe('WorkerLoadService with fake streams and a fake clock', () => {
     expect(r1).toMatchObject({ dp_rank: 1, sequence: 1 });
     expect(r0).not.toHaveProperty('kv_used_blocks');
     expect(r0).not.toHaveProperty('engine_request_limit');
+    expect(r0).not.toHaveProperty('predicted_ttft_ms');
 
+    predicted.ttftMs = 87;
     tracker.setModel('llama');
     tracker.setAdmission(admission(3));
     tracker.applyScrape(new Map([[0, { kvUsedBlocks: 40, kvTotalBlocks: 1024 }]]), false);
     const later = watch();
-    expect(later.last).toMatchObject({ model: 'llama', engine_request: 3, engine_request_limit: 8, kv_used_blocks: 40, kv_total_blocks: 1024, sequence: 1 });
+    expect(later.last).toMatchObject({ model: 'llama', predicted_ttft_ms: 87, engine_request: 3, engine_request_limit: 8, kv_used_blocks: 40, kv_total_blocks: 1024, sequence: 1 });
   });
 
   it('turns a burst of changes into one update after the debounce, with sequence rising by one per update on the stream', () => {
