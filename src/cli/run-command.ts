@@ -56,6 +56,8 @@ export function registerRunCommand(program: Command, io: CommandIo): Command {
 
 function describeAdmission(config: SidecarConfig): string {
   const limit = config.engineRequestLimit;
+  if (limit !== undefined && config.engineRequestLimitAuto)
+    return `engine request limit auto (${limit} until the engine tells its max_num_seqs) + queue ${config.requestQueueLimit}`;
   return limit === undefined
     ? 'admission off'
     : `engine request limit ${limit} + queue ${config.requestQueueLimit} (hard cap ${limit + config.requestQueueLimit})`;

@@ -67,6 +67,8 @@ export function reloadConfigFile(deps: ConfigReloadDeps): ReloadOutcome {
   const notInFile: string[] = [];
   for (const key of LIVE_KEYS) {
     const name = SIDECAR_OPTIONS[key].env;
+    // auto is the engine's number, already applied (or the fallback until it answers): re-reading it changes nothing.
+    if (key === 'engineRequestLimit' && next.engineRequestLimitAuto) continue;
     if (fromFile.has(key)) change[key] = next[key];
     else if ((after[name] ?? '').trim() !== '') overridden.push(name);
     else if ((before[name] ?? '').trim() !== '') notInFile.push(name);

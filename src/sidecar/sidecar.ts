@@ -11,6 +11,7 @@ import { callsDone } from './admission/calls-done.js';
 import { AdmissionGate } from './admission/gate.js';
 import { RejectionLog } from './admission/rejection-log.js';
 import { RetryPushback } from './admission/retry-pushback.js';
+import { EngineCapacityProbe } from './load/engine-capacity-probe.js';
 import { resolveAdvertiseAddress } from './config/advertise-address.js';
 import { formatHostPort, type HostPort } from '../platform/config/host-port.js';
 import { admissionSettingsOf, type SidecarConfig } from './config/sidecar-config.js';
@@ -111,7 +112,23 @@ export async function startSidecar(config: SidecarConfig, deps: SidecarDeps): Pr
     predictTtftMs: () => pushback.predictedTtftMs(),
   });
   gate.subscribe(() => reporting.syncAdmission());
-  const admission = new AdmissionControl({ gate, settings, pushback, metrics, onChange: () => reporting.admissionChanged(), logger });
+  const admission = new AdmissionControl({
+    gate,
+    settings,
+    pushback,
+    metrics,
+    onChange: () => reporting.admissionChanged(),
+    logger,
+    limitFromEngine: config.engineRequestLimitAuto,
+  });
+  const capacityProbe = config.engineRequestLimitAuto
+    ? new EngineCapacityProbe({
+        engine: upstream,
+        wire: config.load.generateWire,
+        onCapacity: (capacity) => admission.engineReported(capacity.limit),
+        logger: logger.child({ component: 'engine-capacity' }),
+      })
+    : undefined;
   const admissionState = (): Record<string, unknown> => ({ engine_request: gate.inEngine, request_queue: gate.queued });
   const rejectionLog = new RejectionLog(logger, admissionState);
   const observer: CallObserver = {
@@ -189,6 +206,7 @@ export async function startSidecar(config: SidecarConfig, deps: SidecarDeps): Pr
     throw err;
   }
   reporting.start();
+  capacityProbe?.start();
 
   return {
     ingressPort,
@@ -222,6 +240,7 @@ export async function startSidecar(config: SidecarConfig, deps: SidecarDeps): Pr
     },
     async close() {
       rejectionLog.close();
+      capacityProbe?.stop();
       await Promise.all([ingress.close(), system.close()]);
       upstreamClientTls?.close();
       await Promise.all([upstream.close(), reporting.close()]);

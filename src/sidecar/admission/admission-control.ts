@@ -15,7 +15,9 @@ import type { AdmissionGate } from './gate.js';
 import { GradientLimit } from './gradient-limit.js';
 import type { RetryPushback } from './retry-pushback.js';
 
-export type ChangeSource = 'api' | 'sighup';
+/** Who changed the settings: the admin API, SIGHUP (the config file), or the engine's capacity (--engine-request-limit auto). */
+export type ChangeSource = 'api' | 'sighup' | 'engine';
+export const CHANGE_SOURCES: readonly ChangeSource[] = ['api', 'sighup', 'engine'];
 
 /** The settings' names on the wire (admin API JSON and log lines), as in the load events and flags. */
 export const ADMISSION_FIELDS = {
@@ -62,6 +64,8 @@ export interface AdmissionControlDeps {
   readonly logger: Logger;
   /** Built first by the composition root: the metrics read its estimate too. Reconfigured on every change. */
   readonly pushback: RetryPushback;
+  /** --engine-request-limit auto: the engine's capacity may set N (engineReported). */
+  readonly limitFromEngine?: boolean;
 }
 
 export interface LastChange {
@@ -76,9 +80,12 @@ export class AdmissionControl {
   private last: LastChange = { source: 'startup', at: Date.now() };
   /** Adaptive mode with a limit set: what moves N between the floor and the configured limit. */
   private gradient: GradientLimit | undefined;
+  /** N is the engine's to set: auto, and no operator has set it since start. */
+  private limitFromEngine: boolean;
 
   constructor(private readonly deps: AdmissionControlDeps) {
     this.current = deps.settings;
+    this.limitFromEngine = deps.limitFromEngine ?? false;
     this.pushback = deps.pushback;
     this.gradient = gradientFor(deps.settings, undefined);
     if (this.gradient) this.applyToGate();
@@ -137,6 +144,17 @@ export class AdmissionControl {
   }
 
   /**
+   * --engine-request-limit auto: the engine told its capacity, which gives N (the ceiling in
+   * adaptive mode). Applied as a change from source `engine`, unless an operator has set N since
+   * start (the admin API or SIGHUP): the last word is theirs. Returns whether N is now `limit`.
+   */
+  engineReported(limit: number): boolean {
+    if (!this.limitFromEngine) return false;
+    const outcome = this.change({ engineRequestLimit: limit }, 'engine');
+    return 'changed' in outcome && this.current.engineRequestLimit === limit;
+  }
+
+  /**
    * Applies `change` on top of the settings in force. Each value must already be in its range
    * (the callers parse it); what spans two settings is checked here, and a change that breaks it
    * is refused whole. Returns the keys that actually changed (none: nothing logged or counted).
@@ -149,6 +167,7 @@ export class AdmissionControl {
     if (changed.length === 0) return { changed };
     const before = this.current;
     this.current = next;
+    if (source !== 'engine' && changed.includes('engineRequestLimit')) this.limitFromEngine = false;
     this.last = { source, at: Date.now() };
     this.pushback.configure(next);
     this.gradient = gradientFor(next, this.gradient);

@@ -41,7 +41,7 @@ export const SIDECAR_OPTIONS = {
   engineRequestLimit: {
     flag: '--engine-request-limit <n>',
     env: 'DYN_ENGINE_REQUEST_LIMIT',
-    help: 'max calls inside the engine at once (positive integer); unset = admission off, nothing is queued or rejected. Live: the admin API and SIGHUP change it without a restart',
+    help: "max calls inside the engine at once: a positive integer, or auto = ceil(1.5 x the engine's max_num_seqs x dp ranks) from its GetLoads (max_running_requests per rank), Dynamo's coming default, 10000 until the engine answers or if it cannot; unset = admission off, nothing is queued or rejected. Live: the admin API and SIGHUP change it without a restart (a number set so replaces auto)",
   },
   requestQueueLimit: {
     env: 'DYN_DYNAMO_REQUEST_QUEUE_LIMIT',

@@ -28,8 +28,10 @@ export interface SidecarConfig {
   readonly upstream: HostPort | undefined;
   readonly systemHost: string;
   readonly systemPort: number;
-  /** `undefined`: admission off. */
+  /** `undefined`: admission off. With `engineRequestLimitAuto`, AUTO_FALLBACK_LIMIT until the engine tells its capacity. */
   readonly engineRequestLimit: number | undefined;
+  /** `--engine-request-limit auto`: N from the engine's GetLoads (engine-capacity-probe.ts). */
+  readonly engineRequestLimitAuto: boolean;
   readonly requestQueueLimit: number;
   readonly retryPushbackMs: number;
   readonly retryPushbackMode: RetryPushbackMode;
@@ -128,6 +130,10 @@ export interface LoadConfig {
 // needs one without a parsed config (classes built in tests, help text).
 const D = SIDECAR_OPTIONS;
 export const DEFAULT_REQUEST_QUEUE_LIMIT: number = D.requestQueueLimit.default;
+/** `--engine-request-limit auto`: N = ceil(this x max_num_seqs x dp ranks), Dynamo's coming admission gate's default. */
+export const AUTO_LIMIT_FACTOR = 1.5;
+/** `--engine-request-limit auto` before the engine has told its capacity, or when it cannot: Dynamo's own fallback. */
+export const AUTO_FALLBACK_LIMIT = 10_000;
 export const MIN_REQUEST_QUEUE_LIMIT = 2;
 export const RETRY_PUSHBACK_MODES = ['fixed', 'adaptive'] as const;
 export const ADMISSION_MODES = ['static', 'adaptive'] as const;
@@ -211,7 +217,7 @@ export function parseSidecarConfig(flags: RawFlags, env: Env, readFile: (path: s
     upstream: read.hostPort('upstream', false),
     systemHost: read.string('systemHost'),
     systemPort: read.integer('systemPort', 0, 65535),
-    engineRequestLimit: read.integer('engineRequestLimit', 1, Number.MAX_SAFE_INTEGER),
+    ...parseEngineRequestLimit(read),
     // Validated even when no limit is set: a typo should not wait for the day the limit is turned on.
     requestQueueLimit: read.integer('requestQueueLimit', MIN_REQUEST_QUEUE_LIMIT, Number.MAX_SAFE_INTEGER),
     retryPushbackMs: read.integer('retryPushbackMs', LIVE_SETTINGS.retryPushbackMs.min, LIVE_SETTINGS.retryPushbackMs.max),
@@ -241,6 +247,18 @@ export function parseSidecarConfig(flags: RawFlags, env: Env, readFile: (path: s
   }
   read.check('ERR_SIDECAR_CONFIG');
   return Object.freeze(config);
+}
+
+/** A positive integer, or `auto` (any case): AUTO_FALLBACK_LIMIT until the engine tells its capacity. */
+function parseEngineRequestLimit(read: Reader): Pick<SidecarConfig, 'engineRequestLimit' | 'engineRequestLimitAuto'> {
+  const found = read.raw('engineRequestLimit');
+  const text = found?.value.trim() ?? '';
+  if (text.toLowerCase() === 'auto') return { engineRequestLimit: AUTO_FALLBACK_LIMIT, engineRequestLimitAuto: true };
+  const value = /^\d+$/.test(text) ? Number(text) : NaN;
+  if (found && !(Number.isSafeInteger(value) && value >= LIVE_SETTINGS.engineRequestLimit.min)) {
+    read.report(found.source, `must be a positive integer or auto, got "${found.value}"`);
+  }
+  return { engineRequestLimit: Number.isSafeInteger(value) && value >= 1 ? value : undefined, engineRequestLimitAuto: false };
 }
 
 /** Printable ASCII without spaces (it travels in an HTTP header), long enough not to be guessed; the value is never quoted. */

@@ -7,7 +7,7 @@
  * prom-client at scrape time too: its inc() hashes the label set on every call.
  */
 import { Counter, Gauge, Histogram, collectDefaultMetrics, type Registry } from 'prom-client';
-import type { ChangeSource } from '../admission/admission-control.js';
+import { CHANGE_SOURCES, type ChangeSource } from '../admission/admission-control.js';
 import type { AdmissionGate } from '../admission/gate.js';
 import { statusName } from '../../protocol/grpc/status.js';
 
@@ -110,11 +110,11 @@ export class SidecarMetrics {
     });
     this.admissionChanges = new Counter({
       name: 'dynamo_sidecar_admission_changes_total',
-      help: 'Changes of the admission settings while running, by source: api (PUT /admission), sighup (the config file re-read).',
+      help: 'Changes of the admission settings while running, by source: api (PUT /admission), sighup (the config file re-read), engine (its capacity from the engine, --engine-request-limit auto).',
       labelNames: ['source'],
       registers,
     });
-    for (const source of ['api', 'sighup'] as const) this.admissionChanges.inc({ source }, 0);
+    for (const source of CHANGE_SOURCES) this.admissionChanges.inc({ source }, 0);
     new Gauge({
       name: 'dynamo_sidecar_retry_pushback_seconds',
       help: 'grpc-retry-pushback-ms a refusal would carry now, in seconds: the fixed value, or the adaptive estimate before its jitter.',

@@ -69,7 +69,7 @@ describe('SIGHUP', () => {
     sidecar.proc.kill('SIGHUP');
     await waitFor(() => logLines(sidecar, 'SIGHUP: config file not applied, settings unchanged').length === 1, 'the bad file refused');
     expect(logLines(sidecar, 'SIGHUP: config file not applied, settings unchanged')[0]!['problems']).toEqual([
-      `DYN_ENGINE_REQUEST_LIMIT (${file} line 1) must be an integer >= 1, got "zero"`,
+      `DYN_ENGINE_REQUEST_LIMIT (${file} line 1) must be a positive integer or auto, got "zero"`,
     ]);
     expect(await sidecar.metric('dynamo_sidecar_engine_request_limit')).toBe(4);
 

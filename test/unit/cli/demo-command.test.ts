@@ -13,7 +13,7 @@ describe('dynamo-sidecar demo', () => {
   it('redacts URL credentials in the problems it prints, as every command does', async () => {
     const bad = await run(['demo', '--engine-request-limit', 'nats://user:secret@host:4222']);
     expect(bad.exits).toEqual([2]);
-    expect(bad.err).toBe('dynamo-sidecar demo: --engine-request-limit must be an integer >= 1, got "nats://user:***@host:4222"\n');
+    expect(bad.err).toBe('dynamo-sidecar demo: --engine-request-limit must be a positive integer or auto, got "nats://user:***@host:4222"\n');
     expect(bad.err).not.toContain('secret');
   });
 });

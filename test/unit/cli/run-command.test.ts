@@ -10,11 +10,11 @@ import { runMain } from '../../support/run-main.js';
 
 describe('startup validation', () => {
   it.each([
-    [['--engine-request-limit', '0'], {}, '--engine-request-limit must be an integer >= 1, got "0"'],
-    [['--engine-request-limit', '-3'], {}, '--engine-request-limit must be an integer >= 1, got "-3"'],
-    [['--engine-request-limit', '1.5'], {}, '--engine-request-limit must be an integer >= 1, got "1.5"'],
-    [['--engine-request-limit', 'abc'], {}, '--engine-request-limit must be an integer >= 1, got "abc"'],
-    [[], { DYN_ENGINE_REQUEST_LIMIT: '0' }, 'DYN_ENGINE_REQUEST_LIMIT must be an integer >= 1, got "0"'],
+    [['--engine-request-limit', '0'], {}, '--engine-request-limit must be a positive integer or auto, got "0"'],
+    [['--engine-request-limit', '-3'], {}, '--engine-request-limit must be a positive integer or auto, got "-3"'],
+    [['--engine-request-limit', '1.5'], {}, '--engine-request-limit must be a positive integer or auto, got "1.5"'],
+    [['--engine-request-limit', 'abc'], {}, '--engine-request-limit must be a positive integer or auto, got "abc"'],
+    [[], { DYN_ENGINE_REQUEST_LIMIT: '0' }, 'DYN_ENGINE_REQUEST_LIMIT must be a positive integer or auto, got "0"'],
     [['--engine-request-limit', '4'], { DYN_DYNAMO_REQUEST_QUEUE_LIMIT: '1' }, 'DYN_DYNAMO_REQUEST_QUEUE_LIMIT must be an integer >= 2, got "1"'],
     [['--engine-request-limit', '4'], { DYN_DYNAMO_REQUEST_QUEUE_LIMIT: 'x' }, 'DYN_DYNAMO_REQUEST_QUEUE_LIMIT must be an integer >= 2, got "x"'],
     [['--upstream', 'localhost'], {}, '--upstream: expected HOST:PORT'],

@@ -31,6 +31,7 @@ function setup(startText: string, flags: RawFlags = {}, env: Record<string, stri
     onChange: () => {},
     logger,
     pushback: new RetryPushback(settings, gate, () => 0, mulberry32(1)),
+    limitFromEngine: startup.engineRequestLimitAuto,
   });
   const reload = (text: string) => {
     disk.text = text;
@@ -53,6 +54,19 @@ describe('reloadConfigFile (SIGHUP)', () => {
       'request_queue_limit',
       'request_queue_timeout_ms',
     ]);
+  });
+
+  it("keeps the engine's limit when the file still says auto, and a number in the file then replaces auto for good", () => {
+    const { gate, control, counted, reload } = setup('DYN_ENGINE_REQUEST_LIMIT=auto\n');
+    expect(gate.limit).toBe(10_000);
+    expect(control.engineReported(6)).toBe(true);
+    expect(reload('DYN_ENGINE_REQUEST_LIMIT=auto\nDYN_DYNAMO_REQUEST_QUEUE_LIMIT=4\n')).toMatchObject({ kind: 'applied', changed: ['requestQueueLimit'] });
+    expect([gate.limit, gate.queueLimit]).toEqual([6, 4]);
+    reload('DYN_ENGINE_REQUEST_LIMIT=12\n');
+    expect(gate.limit).toBe(12);
+    expect(control.engineReported(6), 'the operator set N since').toBe(false);
+    expect(gate.limit).toBe(12);
+    expect(counted).toEqual(['engine', 'sighup', 'sighup']);
   });
 
   it('the last change wins: a SIGHUP re-applies the file over an earlier PUT, and a PUT after it wins again', () => {
@@ -90,7 +104,10 @@ describe('reloadConfigFile (SIGHUP)', () => {
     const outcome = reload('DYN_ENGINE_REQUEST_LIMIT=0\nDYN_DYNAMO_REQUEST_QUEUE_LIMIT=8\nDYN_BOGUS=1\n');
     expect(outcome).toEqual({
       kind: 'refused',
-      problems: [`${PATH} line 3: DYN_BOGUS is not a setting of the sidecar`, `DYN_ENGINE_REQUEST_LIMIT (${PATH} line 1) must be an integer >= 1, got "0"`],
+      problems: [
+        `${PATH} line 3: DYN_BOGUS is not a setting of the sidecar`,
+        `DYN_ENGINE_REQUEST_LIMIT (${PATH} line 1) must be a positive integer or auto, got "0"`,
+      ],
     });
     expect([gate.limit, gate.queueLimit]).toEqual([4, 16]);
     expect(counted).toEqual([]);

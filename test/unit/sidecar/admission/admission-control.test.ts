@@ -9,7 +9,8 @@ import { RetryPushback } from '../../../../src/sidecar/admission/retry-pushback.
 import { admitting } from '../../../support/admitting.js';
 
 function setup(flags: Record<string, string> = { engineRequestLimit: '2' }) {
-  const settings = admissionSettingsOf(parseSidecarConfig(flags, {}));
+  const config = parseSidecarConfig(flags, {});
+  const settings = admissionSettingsOf(config);
   const { limit, queueLimit, firstTokenLimit } = gateLimits(settings);
   const gate = new AdmissionGate(limit, queueLimit, firstTokenLimit);
   const counted: ChangeSource[] = [];
@@ -22,9 +23,49 @@ function setup(flags: Record<string, string> = { engineRequestLimit: '2' }) {
     onChange: () => events.push(`published limit=${gate.limit}`),
     logger,
     pushback: new RetryPushback(settings, gate, () => 0, mulberry32(3)),
+    limitFromEngine: config.engineRequestLimitAuto,
   });
   return { gate, control, counted, events, logger };
 }
+
+describe('AdmissionControl.engineReported (--engine-request-limit auto)', () => {
+  it("starts at the fallback, then takes the engine's limit as a change from source engine, published and logged", () => {
+    const { gate, control, counted, events, logger } = setup({ engineRequestLimit: 'auto' });
+    expect(gate.limit).toBe(10_000);
+    expect(control.engineReported(384)).toBe(true);
+    expect([gate.limit, control.limitInForce]).toEqual([384, 384]);
+    expect(counted).toEqual(['engine']);
+    expect(events).toEqual(['published limit=384']);
+    expect(logger.find('admission changed')[0]!.fields).toMatchObject({ source: 'engine', engine_request_limit: '10000 -> 384' });
+  });
+
+  it.each<[string, ChangeSource]>([
+    ['the admin API', 'api'],
+    ['SIGHUP', 'sighup'],
+  ])("leaves N alone once %s has set it: the last word is the operator's", (_who, source) => {
+    const { gate, control } = setup({ engineRequestLimit: 'auto' });
+    control.change({ engineRequestLimit: 20 }, source);
+    expect(control.engineReported(384)).toBe(false);
+    expect(gate.limit).toBe(20);
+  });
+
+  it('keeps listening to the engine after other settings changed, and never applies with a fixed N', () => {
+    const auto = setup({ engineRequestLimit: 'auto' });
+    auto.control.change({ requestQueueLimit: 4 }, 'api');
+    expect(auto.control.engineReported(12)).toBe(true);
+    expect(auto.gate.limit).toBe(12);
+    const fixed = setup({ engineRequestLimit: '2' });
+    expect(fixed.control.engineReported(12)).toBe(false);
+    expect(fixed.gate.limit).toBe(2);
+  });
+
+  it("in adaptive mode the engine's limit is the ceiling the controller moves under", () => {
+    const { gate, control } = setup({ engineRequestLimit: 'auto', admissionMode: 'adaptive', adaptiveMinLimit: '2' });
+    control.engineReported(12);
+    expect(control.settings.engineRequestLimit).toBe(12);
+    expect(gate.limit).toBeLessThanOrEqual(12);
+  });
+});
 
 describe('AdmissionControl', () => {
   it('starts from the parsed settings; admission off is an unbounded gate without a queue', () => {

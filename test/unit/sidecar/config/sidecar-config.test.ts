@@ -28,9 +28,21 @@ describe('parseSidecarConfig', () => {
     expect(parseSidecarConfig({}, { DYN_ENGINE_REQUEST_LIMIT: '', DYN_DYNAMO_REQUEST_QUEUE_LIMIT: ' ' }).engineRequestLimit).toBeUndefined();
   });
 
-  it.each(['0', '-3', '1.5', 'abc', '1e3', '0x10'])('refuses engine request limit %j, naming the flag or the variable', (value) => {
-    expect(problems({ engineRequestLimit: value })).toEqual([`--engine-request-limit must be an integer >= 1, got "${value}"`]);
-    expect(problems({}, { DYN_ENGINE_REQUEST_LIMIT: value })).toEqual([`DYN_ENGINE_REQUEST_LIMIT must be an integer >= 1, got "${value}"`]);
+  it.each(['0', '-3', '1.5', 'abc', '1e3', '0x10', 'autox', '9007199254740993'])(
+    'refuses engine request limit %j, naming the flag or the variable',
+    (value) => {
+      expect(problems({ engineRequestLimit: value })).toEqual([`--engine-request-limit must be a positive integer or auto, got "${value}"`]);
+      expect(problems({}, { DYN_ENGINE_REQUEST_LIMIT: value })).toEqual([`DYN_ENGINE_REQUEST_LIMIT must be a positive integer or auto, got "${value}"`]);
+    },
+  );
+
+  it.each(['auto', 'AUTO', ' Auto '])('takes engine request limit %j as auto: the fallback limit until the engine tells its capacity', (value) => {
+    expect(parseSidecarConfig({ engineRequestLimit: value }, {})).toMatchObject({ engineRequestLimit: 10_000, engineRequestLimitAuto: true });
+    expect(parseSidecarConfig({}, { DYN_ENGINE_REQUEST_LIMIT: value })).toMatchObject({ engineRequestLimit: 10_000, engineRequestLimitAuto: true });
+    expect(parseSidecarConfig({ engineRequestLimit: '8' }, { DYN_ENGINE_REQUEST_LIMIT: value })).toMatchObject({
+      engineRequestLimit: 8,
+      engineRequestLimitAuto: false,
+    });
   });
 
   it.each(['1', '0', 'x', '-2', '2.5'])('refuses queue limit %j, naming the variable', (value) => {
@@ -151,7 +163,7 @@ describe('parseSidecarConfig: --config-file', () => {
     const read = files({ 's.env': '# limits\nDYN_ENGINE_REQUEST_LIMIT=0\n' });
     expect(problemsOf(() => parseSidecarConfig({ configFile: 's.env', systemPort: 'x' }, {}, read))).toEqual([
       '--system-port must be an integer in 0..65535, got "x"',
-      'DYN_ENGINE_REQUEST_LIMIT (s.env line 2) must be an integer >= 1, got "0"',
+      'DYN_ENGINE_REQUEST_LIMIT (s.env line 2) must be a positive integer or auto, got "0"',
     ]);
   });
 

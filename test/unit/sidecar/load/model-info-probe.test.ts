@@ -5,10 +5,9 @@
  * time, and stop() cancels what is in flight.
  */
 import { join } from 'node:path';
-import { createServer, type Http2Server, type ServerHttp2Session, type ServerHttp2Stream } from 'node:http2';
 import { loadSync, type MessageTypeDefinition } from '@grpc/proto-loader';
 import { afterEach, describe, expect, it } from 'vitest';
-import { frameMessage } from '../../../../src/protocol/grpc/framing.js';
+import { startFakeEngineRpc, type FakeEngineRpc } from '../../../support/fake-engine-rpc.js';
 import { ModelInfoProbe } from '../../../../src/sidecar/load/model-info-probe.js';
 
 const GET_MODEL_INFO_PATH = '/vllm.grpc.engine.VllmEngine/GetModelInfo';
@@ -28,82 +27,19 @@ const ModelInfoResponse = definition['vllm.grpc.engine.GetModelInfoResponse'] as
 /** What the engine does with the n-th GetModelInfo call (1-based). */
 type Answer = { model: string; served?: string } | { status: number; message?: string } | 'hang';
 
-interface FakeEngine {
-  readonly port: number;
-  /** GetModelInfo calls seen, open right now, most open at once, and closed without an answer. */
-  readonly calls: number;
-  readonly open: number;
-  readonly maxOpen: number;
-  readonly cancelled: number;
-  /** Paths of every stream, to check nothing else was asked. */
-  readonly paths: string[];
-}
-
-async function startEngine(answer: (n: number) => Answer, port = 0): Promise<FakeEngine> {
-  const server: Http2Server = createServer();
-  const state = { calls: 0, open: 0, maxOpen: 0, cancelled: 0, paths: [] as string[] };
-  const sessions = new Set<ServerHttp2Session>();
-  server.on('session', (session) => {
-    sessions.add(session);
-    session.on('error', () => {});
-    session.on('close', () => sessions.delete(session));
-  });
-  server.on('stream', (stream: ServerHttp2Stream, headers) => {
-    stream.on('error', () => {});
-    state.paths.push(String(headers[':path']));
-    if (headers[':path'] !== GET_MODEL_INFO_PATH) return void stream.respond({ ':status': 404 }, { endStream: true });
-    const n = ++state.calls;
-    state.open++;
-    state.maxOpen = Math.max(state.maxOpen, state.open);
-    let answered = false;
-    stream.on('close', () => {
-      state.open--;
-      if (!answered) state.cancelled++;
-    });
-    stream.resume();
-    stream.on('end', () => {
+/** The engine answers GetModelInfo with `answer(n)` for the n-th call (1-based); stopped after each test. */
+async function startEngine(answer: (n: number) => Answer, port = 0): Promise<FakeEngineRpc> {
+  const engine = await startFakeEngineRpc(
+    GET_MODEL_INFO_PATH,
+    (n) => {
       const a = answer(n);
-      if (a === 'hang') return;
-      answered = true;
-      if ('status' in a) {
-        stream.respond(
-          { ':status': 200, 'content-type': 'application/grpc', 'grpc-status': String(a.status), 'grpc-message': a.message ?? '' },
-          { endStream: true },
-        );
-        return;
-      }
-      stream.respond({ ':status': 200, 'content-type': 'application/grpc' }, { waitForTrailers: true });
-      stream.once('wantTrailers', () => stream.sendTrailers({ 'grpc-status': '0' }));
-      stream.end(
-        frameMessage(ModelInfoResponse.serialize({ model_path: a.model, served_model_name: a.served ?? '', is_generation: true, num_gpu_blocks: 2048 })),
-      );
-    });
-  });
-  await new Promise<void>((resolve) => server.listen(port, '127.0.0.1', resolve));
-  cleanups.push(
-    () =>
-      new Promise<void>((resolve) => {
-        server.close(() => resolve());
-        for (const session of sessions) session.destroy();
-      }),
+      if (a === 'hang' || 'status' in a) return a;
+      return { body: ModelInfoResponse.serialize({ model_path: a.model, served_model_name: a.served ?? '', is_generation: true, num_gpu_blocks: 2048 }) };
+    },
+    port,
   );
-  const bound = (server.address() as { port: number }).port;
-  return {
-    port: bound,
-    get calls() {
-      return state.calls;
-    },
-    get open() {
-      return state.open;
-    },
-    get maxOpen() {
-      return state.maxOpen;
-    },
-    get cancelled() {
-      return state.cancelled;
-    },
-    paths: state.paths,
-  };
+  cleanups.push(() => engine.close());
+  return engine;
 }
 
 function probeFor(port: number, options: { timeoutMs?: number; retryMs?: number } = {}): { probe: ModelInfoProbe; models: string[]; log: RecordingLogger } {

@@ -88,12 +88,14 @@ describe('SidecarMetrics', () => {
     ]);
   });
 
-  it('counts live admission changes by source, both from 0', async () => {
+  it('counts live admission changes by source, each from 0', async () => {
     const { metrics, values } = setup();
     metrics.admissionChanged('sighup');
+    metrics.admissionChanged('engine');
     expect(await values('dynamo_sidecar_admission_changes_total')).toEqual([
       { labels: { source: 'api' }, value: 0 },
       { labels: { source: 'sighup' }, value: 1 },
+      { labels: { source: 'engine' }, value: 1 },
     ]);
   });
 
