@@ -73,7 +73,18 @@ describe('LoadPublisher with a real nats-server', () => {
           'kv_total_blocks',
           'kv_used_blocks',
         ],
-        ...['max_num_batched_tokens', 'overloaded', 'request_queue', 'sequence', 'timestamp_ms', 'worker_id', 'model', 'grpc_address', 'heartbeat_ms', 'predicted_ttft_ms'],
+        ...[
+          'max_num_batched_tokens',
+          'overloaded',
+          'request_queue',
+          'sequence',
+          'timestamp_ms',
+          'worker_id',
+          'model',
+          'grpc_address',
+          'heartbeat_ms',
+          'predicted_ttft_ms',
+        ],
       ].sort(),
     );
     expect(e1).toMatchObject({

@@ -170,7 +170,15 @@ describe('WorkerLoadService with fake streams and a fake clock', () => {
     tracker.setAdmission(admission(3));
     tracker.applyScrape(new Map([[0, { kvUsedBlocks: 40, kvTotalBlocks: 1024 }]]), false);
     const later = watch();
-    expect(later.last).toMatchObject({ model: 'llama', predicted_ttft_ms: 87, engine_request: 3, engine_request_limit: 8, kv_used_blocks: 40, kv_total_blocks: 1024, sequence: 1 });
+    expect(later.last).toMatchObject({
+      model: 'llama',
+      predicted_ttft_ms: 87,
+      engine_request: 3,
+      engine_request_limit: 8,
+      kv_used_blocks: 40,
+      kv_total_blocks: 1024,
+      sequence: 1,
+    });
   });
 
   it('turns a burst of changes into one update after the debounce, with sequence rising by one per update on the stream', () => {
