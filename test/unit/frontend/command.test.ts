@@ -27,6 +27,23 @@ describe('dynamo-sidecar frontend', () => {
     expect(err).toContain('DYN_HTTP_PORT must be');
   });
 
+  it('exits 2 naming --max-predicted-ttft-ms or its env twin when the value is not a whole number of ms', async () => {
+    const byFlag = await run(['frontend', '--worker', '127.0.0.1:1', '--max-predicted-ttft-ms', 'fast']);
+    expect(byFlag.exits).toEqual([2]);
+    expect(byFlag.err).toContain('--max-predicted-ttft-ms must be an integer in 0..3600000, got "fast"');
+    const byEnv = await run(['frontend', '--worker', '127.0.0.1:1'], { DYN_MAX_PREDICTED_TTFT_MS: '-5' });
+    expect(byEnv.exits).toEqual([2]);
+    expect(byEnv.err).toContain('DYN_MAX_PREDICTED_TTFT_MS must be an integer in 0..3600000, got "-5"');
+  });
+
+  it('--help explains the predicted-ttft mode, its default, and the fourth busy check', async () => {
+    const out = (await run(['frontend', '--help'])).out.replace(/\s+/g, ' ');
+    expect(out).toMatch(/--router-mode <mode> predicted-ttft \(lowest predicted_ttft_ms .*?\(env DYN_ROUTER_MODE; default predicted-ttft\)/);
+    expect(out).toMatch(
+      /--max-predicted-ttft-ms <ms> a fourth busy check.*?an unknown prediction is never busy.*?\(env DYN_MAX_PREDICTED_TTFT_MS; default unset \(check off\)\)/,
+    );
+  });
+
   it('exits 2 when it has no worker and no NATS to learn workers from', async () => {
     const { err, exits } = await run(['frontend', '--http-port', '0', '--http-host', '127.0.0.1']);
     expect(exits).toEqual([2]);

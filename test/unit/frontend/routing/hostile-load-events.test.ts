@@ -17,7 +17,7 @@ function setup() {
   const pool = new WorkerPool({ defaultHeartbeatMs: HEARTBEAT, leaseMs: 1000, maxWorkers: 100 });
   const thresholds = { ...THRESHOLDS_OFF, active_prefill_tokens_threshold: 10 };
   const router = new WorkerRouter(
-    { mode: 'least-loaded', kvBlockSize: 16, trackOutputBlocks: false },
+    { mode: 'least-loaded', kvBlockSize: 16, trackOutputBlocks: false, maxPredictedTtftMs: null },
     { pool, thresholds: { get: () => thresholds }, now: () => now, random: () => 0, logger: recordingLogger() },
   );
   const report = (fields: Record<string, unknown>) =>
