@@ -3,6 +3,8 @@
  * flag with its env twin, bad values and a missing load source exit 2 naming the flag.
  */
 import { describe, expect, it } from 'vitest';
+import { describeFrontend } from '../../../src/frontend/command.js';
+import { parseFrontendConfig } from '../../../src/frontend/frontend-config.js';
 import { FRONTEND_OPTIONS } from '../../../src/frontend/options.js';
 import { runMain as run } from '../../support/run-main.js';
 
@@ -41,6 +43,15 @@ describe('dynamo-sidecar frontend', () => {
     expect(out).toMatch(/--router-mode <mode> predicted-ttft \(lowest predicted_ttft_ms .*?\(env DYN_ROUTER_MODE; default predicted-ttft\)/);
     expect(out).toMatch(
       /--max-predicted-ttft-ms <ms> a fourth busy check.*?an unknown prediction is never busy.*?\(env DYN_MAX_PREDICTED_TTFT_MS; default unset \(check off\)\)/,
+    );
+  });
+
+  it('the startup line names the router mode and lists the fourth check among the thresholds when it is on', () => {
+    const line = (flags: Record<string, string>) => describeFrontend(parseFrontendConfig({ workers: ['127.0.0.1:1'], ...flags }, {}), 8000);
+    expect(line({})).toMatch(/, router predicted-ttft, thresholds none \(busy rejection off\)$/);
+    expect(line({ maxPredictedTtftMs: '0' })).toMatch(/, thresholds none \(busy rejection off\)$/);
+    expect(line({ routerMode: 'kv', maxPredictedTtftMs: '500', activePrefillTokensThreshold: '10' })).toMatch(
+      /, router kv, thresholds active_prefill_tokens_threshold=10 max_predicted_ttft_ms=500$/,
     );
   });
 

@@ -70,3 +70,16 @@ describe('a worker both pushed (--worker) and on NATS', () => {
     expect(pool.get('3')!.address).toBe('10.0.0.3:50050');
   });
 });
+
+describe('a predicted_ttft_ms no sidecar can mean', () => {
+  it('reads as unknown and the event still counts: its busy counters apply', () => {
+    const { router, report } = setup();
+    for (const predicted_ttft_ms of [-1, 1e300, '-3', 'soon', { ms: 1 }, 2 ** 32]) {
+      // Busy by its prefill tokens: a bad estimate must not hide that (the event is applied, not refused).
+      report({ predicted_ttft_ms, active_prefill_tokens: 50 });
+      expect(router.route('m', none, 1).kind, JSON.stringify(predicted_ttft_ms)).toBe('overloaded');
+      report({ predicted_ttft_ms, active_prefill_tokens: 0 });
+      expect(router.route('m', none, 1).kind, JSON.stringify(predicted_ttft_ms)).toBe('route');
+    }
+  });
+});
