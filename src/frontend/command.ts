@@ -17,9 +17,12 @@ export const FRONTEND_HELP_EPILOGUE = `
 Environment-only settings:
 ${envOnlyHelp(FRONTEND_OPTIONS)}
 
-A worker is busy when any configured threshold fires on all of its dp ranks; when every worker
-serving the model is busy (or refused with RESOURCE_EXHAUSTED), requests get the overload status
-(529) with Retry-After. No threshold set = no busy rejection (the sidecars' caps still apply).
+A worker is busy when any configured threshold (or --max-predicted-ttft-ms) fires on all of its
+dp ranks; when every worker serving the model is busy (or refused with RESOURCE_EXHAUSTED),
+requests get the overload status (529) with Retry-After. No threshold set = no busy rejection (the
+sidecars' caps still apply). Among the workers that are not busy, the default router mode
+(predicted-ttft) picks the one whose sidecar predicts the soonest first token; workers whose
+events carry no prediction (older sidecars, Dynamo's workers) are routed least-loaded.
 
 Examples:
   dynamo-sidecar frontend --worker 127.0.0.1:50050 --worker 127.0.0.1:50060 --active-decode-blocks-threshold 0.85
@@ -59,6 +62,7 @@ export function describeFrontend(config: FrontendConfig, port: number): string {
   const set = Object.entries(config.thresholds)
     .filter(([, v]) => v !== null)
     .map(([k, v]) => `${k}=${v}`);
+  if (config.maxPredictedTtftMs !== null) set.push(`max_predicted_ttft_ms=${config.maxPredictedTtftMs}`);
   return `listening on ${config.tls.http ? 'https' : 'http'}://${host}:${port}, ${sources}, router ${config.routerMode}, thresholds ${set.length ? set.join(' ') : 'none (busy rejection off)'}`;
 }
 

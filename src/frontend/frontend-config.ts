@@ -10,6 +10,7 @@ import type { LogLevel } from '../platform/log.js';
 import { parseNatsSecurity, type NatsSecurity } from '../platform/nats-security.js';
 import { readClientTls, readServerTls, type ClientTlsConfig, type ServerTlsConfig } from '../platform/tls/tls-options.js';
 import type { Thresholds } from './routing/contracts.js';
+import { MAX_PREDICTED_TTFT_MS } from './routing/load-report.js';
 import { ROUTER_MODES, type RouterMode } from './routing/router.js';
 import { FRONTEND_OPTIONS, type FrontendOptionKey, type FrontendRawFlags } from './options.js';
 
@@ -30,6 +31,8 @@ export interface FrontendConfig {
   readonly kvBlockSize: number;
   /** Flag/env thresholds: apply to every model until the API changes one model's. */
   readonly thresholds: Thresholds;
+  /** The fourth busy check (ours; flag/env only, every model): null = off. */
+  readonly maxPredictedTtftMs: number | null;
   readonly overloadStatus: number;
   readonly retryAfterS: number;
   readonly overloadLeaseMs: number;
@@ -108,6 +111,8 @@ export function parseFrontendConfig(flags: FrontendRawFlags, env: Env): Frontend
       active_prefill_tokens_threshold: threshold(read, 'activePrefillTokensThreshold', 'integer'),
       active_prefill_tokens_threshold_frac: threshold(read, 'activePrefillTokensThresholdFrac', 'non-negative'),
     }),
+    // 0 = off, as unset.
+    maxPredictedTtftMs: read.integer('maxPredictedTtftMs', 0, MAX_PREDICTED_TTFT_MS) || null,
     overloadStatus: overloadStatus(read, warnings),
     retryAfterS: read.integer('retryAfterS', 0, 86_400),
     overloadLeaseMs: read.integer('overloadLeaseMs', 1, 3_600_000),

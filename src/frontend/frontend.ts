@@ -79,7 +79,12 @@ export async function startFrontend(config: FrontendConfig, deps: FrontendDeps):
   const pool = new WorkerPool({ defaultHeartbeatMs: config.loadHeartbeatMs, leaseMs: config.overloadLeaseMs, maxWorkers: config.maxWorkers });
   const thresholds = new ThresholdStore(config.thresholds);
   const router = new WorkerRouter(
-    { mode: config.routerMode, kvBlockSize: config.kvBlockSize, trackOutputBlocks: config.routerTrackOutputBlocks },
+    {
+      mode: config.routerMode,
+      kvBlockSize: config.kvBlockSize,
+      trackOutputBlocks: config.routerTrackOutputBlocks,
+      maxPredictedTtftMs: config.maxPredictedTtftMs,
+    },
     { pool, thresholds, now, random: deps.random ?? Math.random, logger: logger.child({ component: 'router' }) },
   );
   const nats = config.natsServers

@@ -35,8 +35,8 @@ export const FRONTEND_OPTIONS = {
   routerMode: {
     flag: '--router-mode <mode>',
     env: 'DYN_ROUTER_MODE',
-    default: 'least-loaded',
-    help: "round-robin | random | least-loaded | kv (least KV usage, counting this frontend's in-flight blocks); busy detection works in every mode",
+    default: 'predicted-ttft',
+    help: "predicted-ttft (lowest predicted_ttft_ms of the sidecars' load events, corrected for the calls sent to each worker since its event; unknown predictions count as the best known, none known at all: least-loaded) | round-robin | random | least-loaded | kv (least KV usage, counting this frontend's in-flight blocks); busy detection works in every mode",
   },
   routerTrackOutputBlocks: {
     flag: '--router-track-output-blocks',
@@ -62,6 +62,12 @@ export const FRONTEND_OPTIONS = {
     env: 'DYN_ACTIVE_PREFILL_TOKENS_THRESHOLD_FRAC',
     defaultText: 'unset (check off)',
     help: 'busy when active_prefill_tokens > this * max_num_batched_tokens; >= 0, "None" = off',
+  },
+  maxPredictedTtftMs: {
+    flag: '--max-predicted-ttft-ms <ms>',
+    env: 'DYN_MAX_PREDICTED_TTFT_MS',
+    defaultText: 'unset (check off)',
+    help: "a fourth busy check, beyond Dynamo's three: busy when the worker's fresh predicted_ttft_ms > this (an unknown prediction is never busy); integer 1..3600000, 0 = off; not settable through /busy_threshold",
   },
   admissionControl: {
     flag: '--admission-control <mode>',

@@ -14,6 +14,12 @@ export const BUSY_CHECKS: readonly BusyCheck[] = Object.freeze([
   'active_prefill_tokens_threshold_frac',
 ]);
 
+/**
+ * What can make a worker busy: the three checks, and this project's optional fourth,
+ * --max-predicted-ttft-ms (flag and env only: it is not one of Dynamo's /busy_threshold fields).
+ */
+export type BusyRule = BusyCheck | 'max_predicted_ttft_ms';
+
 /** One model's thresholds in the `/busy_threshold` wire shape; null = that check is off. */
 export interface Thresholds {
   readonly active_decode_blocks_threshold: number | null;
@@ -42,7 +48,7 @@ export interface OverloadDetails {
   /** Already tried by this request and refused. */
   readonly tried: number;
   /** How many workers each check made busy (a worker can count under several). */
-  readonly checks: Readonly<Partial<Record<BusyCheck, number>>>;
+  readonly checks: Readonly<Partial<Record<BusyRule, number>>>;
 }
 
 export type RouteDecision =

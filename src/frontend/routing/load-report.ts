@@ -27,6 +27,11 @@ export interface RankReport {
   /** Calls in the engine and queued at the sidecar, when it says (least-loaded routing). */
   readonly engineRequest: number | undefined;
   readonly requestQueue: number | undefined;
+  /**
+   * The sidecar's predicted_ttft_ms: how long a call arriving when the event was taken would wait
+   * for its first token. undefined when absent, null or not believable (see predictedTtftOf).
+   */
+  readonly predictedTtftMs: number | undefined;
 }
 
 export class InvalidLoadReportError extends Error {
@@ -36,6 +41,12 @@ export class InvalidLoadReportError extends Error {
 const MIN_HEARTBEAT_MS = 10;
 const MAX_HEARTBEAT_MS = 3_600_000;
 
+/**
+ * Beyond this a prediction is not believed (an hour to a first token is no estimate a router can
+ * use; the wire's uint32 allows 49 days).
+ */
+export const MAX_PREDICTED_TTFT_MS = 3_600_000;
+
 const HOST_PORT = /^(?:\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9._-]+):(\d{1,5})$/;
 
 function optionalCount(record: Record<string, unknown>, field: string): number | undefined {
@@ -44,6 +55,17 @@ function optionalCount(record: Record<string, unknown>, field: string): number |
   const n = typeof value === 'string' && /^\d+$/.test(value) ? Number(value) : value;
   if (typeof n !== 'number' || !Number.isFinite(n) || n < 0) throw new InvalidLoadReportError(`${field} must be a number >= 0, got ${JSON.stringify(value)}`);
   return n;
+}
+
+/**
+ * predicted_ttft_ms is advice, not load: a value that is not a number in 0..MAX_PREDICTED_TTFT_MS
+ * (negative, NaN, infinite, absurd, a non-numeric string, an object) reads as unknown instead of
+ * refusing the whole event, so one bad estimate cannot hide the counters the busy checks need.
+ * Unknown is never busy and never starves the worker (router.ts).
+ */
+function predictedTtftOf(value: unknown): number | undefined {
+  const n = typeof value === 'string' && /^\d{1,10}$/.test(value) ? Number(value) : value;
+  return typeof n === 'number' && Number.isFinite(n) && n >= 0 && n <= MAX_PREDICTED_TTFT_MS ? n : undefined;
 }
 
 function optionalString(record: Record<string, unknown>, field: string): string | undefined {
@@ -97,5 +119,6 @@ export function parseRankReport(value: unknown): RankReport {
     heartbeatMs: heartbeatMs === undefined || heartbeatMs === 0 ? undefined : heartbeatMs,
     engineRequest: optionalCount(record, 'engine_request'),
     requestQueue: optionalCount(record, 'request_queue'),
+    predictedTtftMs: predictedTtftOf(record['predicted_ttft_ms']),
   };
 }

@@ -10,8 +10,10 @@
  *   else one free worker, by --router-mode, and its least-loaded free dp rank
  *
  * Busy detection runs in every routing mode (in Dynamo only with --router-mode kv). Modes:
+ * - predicted-ttft (default): lowest predicted time to first token (fastest() below); with no
+ *   prediction known among the free workers (older sidecars, Dynamo's workers), least-loaded.
  * - round-robin: free workers in turn; random: uniformly among free workers.
- * - least-loaded (default): fewest calls, counting this frontend's attempts in flight plus the
+ * - least-loaded: fewest calls, counting this frontend's attempts in flight plus the
  *   sidecar's reported engine_request + request_queue (a heuristic: the report lags and may
  *   already include some of ours; both only rank workers, never reject).
  * - kv: lowest KV usage, (kv_used_blocks ?? active_decode_blocks) + the blocks of this
@@ -20,17 +22,30 @@
  */
 import type { Logger } from '../../platform/log.js';
 import { judgeRank, judgeWorker, type MissingInput } from './busy-rules.js';
-import type { BusyCheck, InFlight, InactiveCheck, OverloadDetails, RouteDecision, RouteTarget, Router, ThresholdApi, Thresholds } from './contracts.js';
+import type {
+  BusyCheck,
+  BusyRule,
+  InFlight,
+  InactiveCheck,
+  OverloadDetails,
+  RouteDecision,
+  RouteTarget,
+  Router,
+  ThresholdApi,
+  Thresholds,
+} from './contracts.js';
 import type { RankReport } from './load-report.js';
 import type { RankState, WorkerPool, WorkerState } from './worker-pool.js';
 
-export const ROUTER_MODES = ['round-robin', 'random', 'least-loaded', 'kv'] as const;
+export const ROUTER_MODES = ['predicted-ttft', 'round-robin', 'random', 'least-loaded', 'kv'] as const;
 export type RouterMode = (typeof ROUTER_MODES)[number];
 
 export interface RouterOptions {
   readonly mode: RouterMode;
   readonly kvBlockSize: number;
   readonly trackOutputBlocks: boolean;
+  /** The fourth busy check: busy when the fresh predicted_ttft_ms exceeds it; null = off. */
+  readonly maxPredictedTtftMs: number | null;
 }
 
 export interface RouterDeps {
@@ -80,7 +95,7 @@ export class WorkerRouter implements Router {
     if (routable.length === 0) return { kind: 'unavailable', reason: `no reachable worker serves ${model}` };
 
     const thresholds = this.deps.thresholds.get(model);
-    const checks: Partial<Record<BusyCheck, number>> = {};
+    const checks: Partial<Record<BusyRule, number>> = {};
     let busy = 0;
     let overloaded = 0;
     let soonestRetryAt = Infinity;
@@ -97,7 +112,7 @@ export class WorkerRouter implements Router {
         continue;
       }
       const fresh = this.freshRanks(worker, now);
-      const verdict = judgeWorker([...fresh.values()], thresholds);
+      const verdict = judgeWorker([...fresh.values()], thresholds, this.options.maxPredictedTtftMs);
       this.logMissing(worker, verdict.missing);
       if (verdict.busy) {
         busy++;
@@ -121,7 +136,10 @@ export class WorkerRouter implements Router {
     let blocks = Math.ceil(promptTokens / blockSize);
     let tokens = promptTokens;
     let ended = false;
-    if (worker) worker.inFlight++;
+    if (worker) {
+      worker.inFlight++;
+      worker.sentSinceReport++;
+    }
     if (rank) {
       rank.inFlight++;
       rank.inFlightBlocks += blocks;
@@ -160,7 +178,8 @@ export class WorkerRouter implements Router {
       if (worker.model === undefined || !this.deps.pool.routable(worker, now)) continue;
       const entry = summary.get(worker.model) ?? { workers: 0, busy: 0 };
       entry.workers++;
-      if (judgeWorker([...this.freshRanks(worker, now).values()], this.deps.thresholds.get(worker.model)).busy) entry.busy++;
+      const verdict = judgeWorker([...this.freshRanks(worker, now).values()], this.deps.thresholds.get(worker.model), this.options.maxPredictedTtftMs);
+      if (verdict.busy) entry.busy++;
       summary.set(worker.model, entry);
     }
     return summary;
@@ -195,12 +214,14 @@ export class WorkerRouter implements Router {
     const start = this.turn++ % free.length;
     const rotated = [...free.slice(start), ...free.slice(0, start)];
     switch (this.options.mode) {
+      case 'predicted-ttft':
+        return fastest(rotated);
       case 'round-robin':
         return rotated[0]!;
       case 'random':
         return free[Math.min(free.length - 1, Math.floor(this.deps.random() * free.length))]!;
       case 'least-loaded':
-        return minBy(rotated, (c) => c.worker.inFlight + reportedCalls(c));
+        return minBy(rotated, leastLoaded);
       case 'kv':
         return minBy(rotated, (c) => this.kvLoad(c, promptTokens));
     }
@@ -222,7 +243,7 @@ export class WorkerRouter implements Router {
     let best: { index: number; load: number } | undefined;
     for (const [index, rank] of candidate.worker.ranks) {
       const report = candidate.fresh.get(index);
-      if (judgeRank(report, thresholds).busy) continue;
+      if (judgeRank(report, thresholds, this.options.maxPredictedTtftMs).busy) continue;
       const load = rankLoad(rank, report);
       if (!best || load < best.load) best = { index, load };
     }
@@ -237,6 +258,50 @@ export class WorkerRouter implements Router {
       this.deps.logger.warn('busy check cannot fire on this worker', { worker_id: worker.workerId, model: worker.model, check: m.check, reason: m.reason });
     }
   }
+}
+
+/**
+ * predicted-ttft: the free worker with the lowest score
+ *
+ *   max(P, 1 ms) * (1 + n)
+ *
+ * P: the worker's fresh predicted_ttft_ms (lowest over its ranks); n: attempts this frontend
+ * sent it since that report, which P cannot include. Events come on change (5 ms debounce) and
+ * every heartbeat, requests can come faster. What one more call adds to a worker's wait depends
+ * on its free slots and its mean slot time, which the event does not carry, so the frontend takes
+ * the pessimistic case: every call sent since the report is answered before this one, one after
+ * another, each taking P. So:
+ * - with no call sent since the reports (requests slower than events) it is the lowest P exactly;
+ * - a burst between two reports is spread in proportion to 1/P (a worker predicted twice as fast
+ *   takes twice as many), instead of all of it herding to the worker that was fastest at its
+ *   last report; the next report corrects the guess (n restarts at 0);
+ * - it has no tolerance to tune (scale-free); the 1 ms floor keeps a 0 prediction growing with n.
+ * It over-spreads a burst when the fastest worker has free slots: it errs toward least-loaded.
+ *
+ * A worker with no prediction (a new sidecar before its first token, an older sidecar, a Dynamo
+ * worker, a stale report) scores as the best known P, so it gets a share like the fastest one
+ * and is never starved. With no prediction known at all, least-loaded. Ties keep the rotation.
+ */
+function fastest(rotated: readonly Candidate[]): Candidate {
+  const predictions = new Map(rotated.map((c) => [c, predictedTtft(c)]));
+  const known = [...predictions.values()].filter((p) => p !== undefined);
+  if (known.length === 0) return minBy(rotated, leastLoaded);
+  const best = Math.min(...known);
+  return minBy(rotated, (c) => Math.max(predictions.get(c) ?? best, 1) * (1 + c.worker.sentSinceReport));
+}
+
+/** The lowest prediction over the worker's fresh ranks (a sidecar gives every rank its one estimate). */
+function predictedTtft(candidate: Candidate): number | undefined {
+  let lowest: number | undefined;
+  for (const report of candidate.fresh.values()) {
+    const p = report?.predictedTtftMs;
+    if (p !== undefined && (lowest === undefined || p < lowest)) lowest = p;
+  }
+  return lowest;
+}
+
+function leastLoaded(candidate: Candidate): number {
+  return candidate.worker.inFlight + reportedCalls(candidate);
 }
 
 function reportedCalls(candidate: Candidate): number {

@@ -74,6 +74,11 @@ export function registerWorkerMetrics(
     'Latest active prefill tokens per worker and dp rank; absent when stale.',
     (report) => report.activePrefillTokens,
   );
+  rankGauge(
+    'dynamo_frontend_worker_predicted_ttft_seconds',
+    "The worker's latest predicted_ttft_ms (its sidecar's estimate of the wait for a first token), in seconds, per worker and dp rank; absent when unknown or stale.",
+    (report) => (report.predictedTtftMs === undefined ? undefined : report.predictedTtftMs / 1000),
+  );
   new Gauge({
     name: 'dynamo_frontend_workers',
     help: 'Workers that can take traffic (known, reachable, not draining), per model.',

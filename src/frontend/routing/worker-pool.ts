@@ -49,6 +49,11 @@ export interface WorkerState {
   /** Push source only: the Watch stream is up. */
   connected: boolean;
   inFlight: number;
+  /**
+   * Attempts this frontend sent to the worker since its latest report (any rank): what that
+   * report's predicted_ttft_ms cannot have seen yet (predicted-ttft routing, router.ts).
+   */
+  sentSinceReport: number;
 }
 
 export interface WorkerPoolOptions {
@@ -99,6 +104,7 @@ export class WorkerPool {
         unreachableUntil: 0,
         connected: true,
         inFlight: 0,
+        sentSinceReport: 0,
       };
       this.workers.set(report.workerId, worker);
     }
@@ -108,6 +114,7 @@ export class WorkerPool {
     worker.model = report.model ?? worker.model;
     worker.heartbeatMs = report.heartbeatMs ?? worker.heartbeatMs;
     worker.lastSeen = now;
+    worker.sentSinceReport = 0;
     worker.draining = report.draining;
     worker.overloadedUntil = report.overloaded ? now + this.options.leaseMs : 0;
     if (source === 'push') {

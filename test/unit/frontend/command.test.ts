@@ -3,6 +3,8 @@
  * flag with its env twin, bad values and a missing load source exit 2 naming the flag.
  */
 import { describe, expect, it } from 'vitest';
+import { describeFrontend } from '../../../src/frontend/command.js';
+import { parseFrontendConfig } from '../../../src/frontend/frontend-config.js';
 import { FRONTEND_OPTIONS } from '../../../src/frontend/options.js';
 import { runMain as run } from '../../support/run-main.js';
 
@@ -25,6 +27,32 @@ describe('dynamo-sidecar frontend', () => {
     expect(err).toContain('--router-mode must be one of');
     expect(err).toContain('--active-decode-blocks-threshold must be a number in 0..1');
     expect(err).toContain('DYN_HTTP_PORT must be');
+  });
+
+  it('exits 2 naming --max-predicted-ttft-ms or its env twin when the value is not a whole number of ms', async () => {
+    const byFlag = await run(['frontend', '--worker', '127.0.0.1:1', '--max-predicted-ttft-ms', 'fast']);
+    expect(byFlag.exits).toEqual([2]);
+    expect(byFlag.err).toContain('--max-predicted-ttft-ms must be an integer in 0..3600000, got "fast"');
+    const byEnv = await run(['frontend', '--worker', '127.0.0.1:1'], { DYN_MAX_PREDICTED_TTFT_MS: '-5' });
+    expect(byEnv.exits).toEqual([2]);
+    expect(byEnv.err).toContain('DYN_MAX_PREDICTED_TTFT_MS must be an integer in 0..3600000, got "-5"');
+  });
+
+  it('--help explains the predicted-ttft mode, its default, and the fourth busy check', async () => {
+    const out = (await run(['frontend', '--help'])).out.replace(/\s+/g, ' ');
+    expect(out).toMatch(/--router-mode <mode> predicted-ttft \(lowest predicted_ttft_ms .*?\(env DYN_ROUTER_MODE; default predicted-ttft\)/);
+    expect(out).toMatch(
+      /--max-predicted-ttft-ms <ms> a fourth busy check.*?an unknown prediction is never busy.*?\(env DYN_MAX_PREDICTED_TTFT_MS; default unset \(check off\)\)/,
+    );
+  });
+
+  it('the startup line names the router mode and lists the fourth check among the thresholds when it is on', () => {
+    const line = (flags: Record<string, string>) => describeFrontend(parseFrontendConfig({ workers: ['127.0.0.1:1'], ...flags }, {}), 8000);
+    expect(line({})).toMatch(/, router predicted-ttft, thresholds none \(busy rejection off\)$/);
+    expect(line({ maxPredictedTtftMs: '0' })).toMatch(/, thresholds none \(busy rejection off\)$/);
+    expect(line({ routerMode: 'kv', maxPredictedTtftMs: '500', activePrefillTokensThreshold: '10' })).toMatch(
+      /, router kv, thresholds active_prefill_tokens_threshold=10 max_predicted_ttft_ms=500$/,
+    );
   });
 
   it('exits 2 when it has no worker and no NATS to learn workers from', async () => {

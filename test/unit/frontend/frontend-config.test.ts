@@ -3,11 +3,12 @@ import { parseFrontendConfig } from '../../../src/frontend/frontend-config.js';
 import { problemsOf } from '../../support/config-problems.js';
 
 describe('frontend config', () => {
-  it('defaults: port 8000, least-loaded, no thresholds, 529, admin API on', () => {
+  it('defaults: port 8000, predicted-ttft routing, no thresholds (no predicted-TTFT check either), 529, admin API on', () => {
     const c = parseFrontendConfig({ workers: ['127.0.0.1:50050'] }, {});
     expect(c).toMatchObject({
       httpPort: 8000,
-      routerMode: 'least-loaded',
+      routerMode: 'predicted-ttft',
+      maxPredictedTtftMs: null,
       overloadStatus: 529,
       retryAfterS: 1,
       overloadLeaseMs: 1000,
@@ -27,6 +28,34 @@ describe('frontend config', () => {
     expect(c.thresholds).toEqual({ active_decode_blocks_threshold: 0.85, active_prefill_tokens_threshold: 10000, active_prefill_tokens_threshold_frac: null });
   });
 
+  it('--router-mode and DYN_ROUTER_MODE take every mode; the flag wins', () => {
+    for (const mode of ['predicted-ttft', 'round-robin', 'random', 'least-loaded', 'kv']) {
+      expect(parseFrontendConfig({ routerMode: mode }, {}).routerMode).toBe(mode);
+      expect(parseFrontendConfig({}, { DYN_ROUTER_MODE: mode }).routerMode).toBe(mode);
+    }
+    expect(parseFrontendConfig({ routerMode: 'kv' }, { DYN_ROUTER_MODE: 'predicted-ttft' }).routerMode).toBe('kv');
+  });
+
+  it.each([
+    ['unset', {}, {}, null],
+    ['0 (off, as unset)', { maxPredictedTtftMs: '0' }, {}, null],
+    ['the flag', { maxPredictedTtftMs: '250' }, {}, 250],
+    ['the env twin', {}, { DYN_MAX_PREDICTED_TTFT_MS: '1000' }, 1000],
+    ['the flag over the env twin', { maxPredictedTtftMs: '300' }, { DYN_MAX_PREDICTED_TTFT_MS: '1000' }, 300],
+    ['the largest', { maxPredictedTtftMs: '3600000' }, {}, 3_600_000],
+  ])('--max-predicted-ttft-ms: %s', (_, flags, env, expected) => {
+    expect(parseFrontendConfig(flags, env).maxPredictedTtftMs).toBe(expected);
+  });
+
+  it.each([
+    [{ maxPredictedTtftMs: '-1' }, {}, '--max-predicted-ttft-ms must be an integer in 0..3600000, got "-1"'],
+    [{ maxPredictedTtftMs: '1.5' }, {}, '--max-predicted-ttft-ms must be an integer in 0..3600000, got "1.5"'],
+    [{ maxPredictedTtftMs: 'None' }, {}, '--max-predicted-ttft-ms must be an integer in 0..3600000, got "None"'],
+    [{}, { DYN_MAX_PREDICTED_TTFT_MS: '3600001' }, 'DYN_MAX_PREDICTED_TTFT_MS must be an integer in 0..3600000, got "3600001"'],
+  ])('--max-predicted-ttft-ms refuses %j %j naming the flag or variable', (flags, env, problem) => {
+    expect(problemsOf(() => parseFrontendConfig(flags, env))).toEqual([problem]);
+  });
+
   it('every bad value is reported at once, naming its flag or variable', () => {
     const found = problemsOf(() =>
       parseFrontendConfig(
@@ -38,7 +67,7 @@ describe('frontend config', () => {
       expect.stringMatching(/^DYN_HTTP_PORT must be/),
       expect.stringMatching(/^--worker: /),
       expect.stringMatching(/^NATS_SERVER must be nats:\/\//),
-      expect.stringMatching(/^--router-mode must be one of round-robin, random, least-loaded, kv/),
+      expect.stringMatching(/^--router-mode must be one of predicted-ttft, round-robin, random, least-loaded, kv/),
       expect.stringMatching(/^--active-decode-blocks-threshold must be a number in 0\.\.1 or "None", got "1\.5"/),
       expect.stringMatching(/^--active-prefill-tokens-threshold must be an integer >= 0/),
       expect.stringMatching(/^DYN_ACTIVE_PREFILL_TOKENS_THRESHOLD_FRAC must be a number >= 0/),

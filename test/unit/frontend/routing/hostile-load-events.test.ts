@@ -17,7 +17,7 @@ function setup() {
   const pool = new WorkerPool({ defaultHeartbeatMs: HEARTBEAT, leaseMs: 1000, maxWorkers: 100 });
   const thresholds = { ...THRESHOLDS_OFF, active_prefill_tokens_threshold: 10 };
   const router = new WorkerRouter(
-    { mode: 'least-loaded', kvBlockSize: 16, trackOutputBlocks: false },
+    { mode: 'least-loaded', kvBlockSize: 16, trackOutputBlocks: false, maxPredictedTtftMs: null },
     { pool, thresholds: { get: () => thresholds }, now: () => now, random: () => 0, logger: recordingLogger() },
   );
   const report = (fields: Record<string, unknown>) =>
@@ -68,5 +68,18 @@ describe('a worker both pushed (--worker) and on NATS', () => {
     pool.apply(parseRankReport({ worker_id: 3, model: 'm', grpc_address: '0.0.0.0:50050' }), 1, 'push', '10.0.0.3:50050');
     pool.apply(parseRankReport({ worker_id: 3, model: 'm', grpc_address: 'sidecar-3.internal:50050' }), 2, 'nats');
     expect(pool.get('3')!.address).toBe('10.0.0.3:50050');
+  });
+});
+
+describe('a predicted_ttft_ms no sidecar can mean', () => {
+  it('reads as unknown and the event still counts: its busy counters apply', () => {
+    const { router, report } = setup();
+    for (const predicted_ttft_ms of [-1, 1e300, '-3', 'soon', { ms: 1 }, 2 ** 32]) {
+      // Busy by its prefill tokens: a bad estimate must not hide that (the event is applied, not refused).
+      report({ predicted_ttft_ms, active_prefill_tokens: 50 });
+      expect(router.route('m', none, 1).kind, JSON.stringify(predicted_ttft_ms)).toBe('overloaded');
+      report({ predicted_ttft_ms, active_prefill_tokens: 0 });
+      expect(router.route('m', none, 1).kind, JSON.stringify(predicted_ttft_ms)).toBe('route');
+    }
   });
 });

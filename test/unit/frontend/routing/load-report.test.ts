@@ -1,6 +1,6 @@
 // One rank's load event, from NATS or the push stream: tolerant of missing numbers, strict on values that would misroute.
 import { describe, expect, it } from 'vitest';
-import { InvalidLoadReportError, parseRankReport } from '../../../../src/frontend/routing/load-report.js';
+import { InvalidLoadReportError, MAX_PREDICTED_TTFT_MS, parseRankReport } from '../../../../src/frontend/routing/load-report.js';
 
 function refusal(value: unknown): string {
   try {
@@ -31,6 +31,7 @@ describe('parseRankReport', () => {
         heartbeat_ms: 1000,
         engine_request: 4,
         request_queue: 1,
+        predicted_ttft_ms: 180,
       }),
     ).toEqual({
       workerId: '7',
@@ -47,6 +48,7 @@ describe('parseRankReport', () => {
       heartbeatMs: 1000,
       engineRequest: 4,
       requestQueue: 1,
+      predictedTtftMs: 180,
     });
   });
 
@@ -66,6 +68,7 @@ describe('parseRankReport', () => {
       heartbeatMs: undefined,
       engineRequest: undefined,
       requestQueue: undefined,
+      predictedTtftMs: undefined,
     });
   });
 
@@ -133,6 +136,31 @@ describe('parseRankReport', () => {
     expect(parseRankReport({ worker_id: 1, heartbeat_ms: 3_600_000 }).heartbeatMs).toBe(3_600_000);
     for (const bad of [9, 3_600_001, 1e15])
       expect(refusal({ worker_id: 1, heartbeat_ms: bad })).toContain('heartbeat_ms must be 0 (unknown) or in 10..3600000');
+  });
+
+  it.each([
+    ['0 (admitted at once, a fast first token)', 0, 0],
+    ['a whole number', 180, 180],
+    ['a fraction (JSON may carry one)', 12.5, 12.5],
+    ['a decimal string', '250', 250],
+    ['the largest believed value', MAX_PREDICTED_TTFT_MS, MAX_PREDICTED_TTFT_MS],
+    ['null (not known yet)', null, undefined],
+    ['absent', undefined, undefined],
+    ['negative', -1, undefined],
+    ['NaN', NaN, undefined],
+    ['Infinity', Infinity, undefined],
+    ['absurd (past an hour)', MAX_PREDICTED_TTFT_MS + 1, undefined],
+    ['uint32 max', 2 ** 32 - 1, undefined],
+    ['a negative string', '-5', undefined],
+    ['a non-numeric string', 'fast', undefined],
+    ['a boolean', true, undefined],
+    ['an object', { ms: 5 }, undefined],
+    ['an array', [5], undefined],
+  ])('predicted_ttft_ms %s reads as %s, and never refuses the event', (_, value, expected) => {
+    const report = parseRankReport({ worker_id: 1, active_prefill_tokens: 7, predicted_ttft_ms: value });
+    expect(report.predictedTtftMs).toBe(expected);
+    // The rest of the event is still read: a bad estimate does not hide the load.
+    expect(report.activePrefillTokens).toBe(7);
   });
 
   it('refuses a model that is not a string', () => {

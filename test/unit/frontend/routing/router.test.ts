@@ -18,7 +18,7 @@ function setup(options: { mode?: RouterMode; thresholds?: Partial<Thresholds>; t
   const logger = recordingLogger();
   const store = new ThresholdStore({ ...THRESHOLDS_OFF, ...options.thresholds });
   const router = new WorkerRouter(
-    { mode: options.mode ?? 'least-loaded', kvBlockSize: 16, trackOutputBlocks: options.trackOutputBlocks ?? false },
+    { mode: options.mode ?? 'least-loaded', kvBlockSize: 16, trackOutputBlocks: options.trackOutputBlocks ?? false, maxPredictedTtftMs: null },
     { pool, thresholds: store, now: () => now, random: mulberry32(1), logger },
   );
   const report = (id: number, fields: Record<string, unknown> = {}, source: LoadSource = 'nats') =>

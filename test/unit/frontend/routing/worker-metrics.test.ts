@@ -62,6 +62,19 @@ describe('registerWorkerMetrics', () => {
     expect(await values('dynamo_frontend_worker_active_prefill_tokens')).toEqual([{ labels: { worker_id: '7', dp_rank: '0' }, value: 30 }]);
   });
 
+  it('exports a fresh predicted_ttft_ms in seconds, and no series for an unknown or stale one', async () => {
+    const { pool, clock, values } = setup();
+    pool.apply(parseRankReport({ worker_id: 7, predicted_ttft_ms: 180 }), 0, 'nats');
+    pool.apply(parseRankReport({ worker_id: 8, predicted_ttft_ms: null }), 0, 'nats');
+    pool.apply(parseRankReport({ worker_id: 9, predicted_ttft_ms: 40 }), 250, 'nats');
+    expect(await values('dynamo_frontend_worker_predicted_ttft_seconds')).toEqual([
+      { labels: { worker_id: '7', dp_rank: '0' }, value: 0.18 },
+      { labels: { worker_id: '9', dp_rank: '0' }, value: 0.04 },
+    ]);
+    clock.now = 301;
+    expect(await values('dynamo_frontend_worker_predicted_ttft_seconds')).toEqual([{ labels: { worker_id: '9', dp_rank: '0' }, value: 0.04 }]);
+  });
+
   it('drops the series of a stale rank and of a forgotten worker at the next scrape', async () => {
     const { pool, clock, values } = setup();
     pool.apply(parseRankReport({ worker_id: 7, active_decode_blocks: 4 }), 0, 'nats');
@@ -98,6 +111,7 @@ describe('registerWorkerMetrics', () => {
       'dynamo_frontend_load_source_connected',
       'dynamo_frontend_worker_active_decode_blocks',
       'dynamo_frontend_worker_active_prefill_tokens',
+      'dynamo_frontend_worker_predicted_ttft_seconds',
       'dynamo_frontend_workers',
       'dynamo_frontend_busy_workers',
     ]) {

@@ -48,6 +48,24 @@ describe('NATS load source', () => {
     expect(logger.find('ignoring a malformed load event')).toHaveLength(1);
   });
 
+  it('reads predicted_ttft_ms into the rank; a hostile one reads as unknown and the event is still applied with the rest of its load', () => {
+    const { pool, send, nats } = source();
+    const prediction = () => pool.get('4')!.ranks.get(0)!.report.predictedTtftMs;
+    send({ worker_id: 4, active_prefill_tokens: 3, predicted_ttft_ms: 180 });
+    expect(prediction()).toBe(180);
+    const hostile: unknown[] = [-1, 1e300, 'NaN', '1e3', { a: 1 }, [], true, null];
+    for (const [i, value] of hostile.entries()) {
+      send({ worker_id: 4, active_prefill_tokens: 10 + i, predicted_ttft_ms: value });
+      expect(prediction(), JSON.stringify(value)).toBeUndefined();
+      expect(pool.get('4')!.ranks.get(0)!.report.activePrefillTokens).toBe(10 + i);
+    }
+    // JSON itself has no NaN or Infinity: a hand-written one is not JSON at all, so the whole event is malformed.
+    send('{"worker_id":4,"predicted_ttft_ms":NaN}');
+    expect(nats.stats).toMatchObject({ events: 1 + hostile.length, invalid: 1 });
+    send({ worker_id: 4 });
+    expect(prediction()).toBeUndefined();
+  });
+
   it('refuses events from new workers beyond --max-workers, counted and logged once, while known workers keep reporting', () => {
     const { pool, send, nats, logger } = source(2);
     for (let id = 1; id <= 50; id++) send({ worker_id: id, active_decode_blocks: 1, model: 'm', grpc_address: '127.0.0.1:1' });

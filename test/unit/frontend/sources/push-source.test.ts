@@ -72,6 +72,30 @@ describe('PushLoadSource', () => {
     expect(logger.find('worker appeared', 'info')).toHaveLength(1);
   });
 
+  it('reads predicted_ttft_ms (field 18) through the real proto: absent is unknown, 0 stays 0, a value past any believable wait is unknown', async () => {
+    const push = start();
+    await nthStream(1);
+    const prediction = (id: string) => pool.get(id)!.ranks.get(0)!.report.predictedTtftMs;
+    sidecar.streams[0]!.write({ ranks: [rank(11, { predicted_ttft_ms: 120 })] });
+    await waitFor(() => pool.get('11') !== undefined, 'the first update');
+    expect(prediction('11')).toBe(120);
+    // Each update is the whole sidecar: later values replace earlier ones, rank by rank.
+    const cases: [object, number | undefined][] = [
+      [{ predicted_ttft_ms: 0 }, 0],
+      [{}, undefined],
+      [{ predicted_ttft_ms: 2 ** 32 - 1 }, undefined],
+      [{ predicted_ttft_ms: 3_600_000 }, 3_600_000],
+    ];
+    for (const [fields, expected] of cases) {
+      const before = push.stats.events;
+      sidecar.streams[0]!.write({ ranks: [rank(11, { active_prefill_tokens: 9, ...fields })] });
+      await waitFor(() => push.stats.events > before, `the update ${JSON.stringify(fields)}`);
+      expect(prediction('11'), JSON.stringify(fields)).toBe(expected);
+      expect(pool.get('11')!.ranks.get(0)!.report.activePrefillTokens).toBe(9);
+    }
+    expect(push.stats.invalid).toBe(0);
+  });
+
   it('skips a malformed rank, counting and logging it, and applies the others of the update', async () => {
     const push = start();
     await nthStream(1);
