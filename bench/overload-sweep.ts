@@ -15,8 +15,8 @@
  *       [--mix fixed|heavy] [--seed 1] [--grace-s 30] [--out DIR]
  *
  * Prints a progress bar, then one Markdown table (median [min..max] over repeats per point and
- * configuration: goodput, p50/p99 TTFT and ITL of admitted requests, 529 share, time to 529,
- * the engines' wasted tokens per second), writes it with the JSON of every run (wasted tokens
+ * configuration: goodput, p50/p99 TTFT and ITL of admitted requests, 529 share, time to 529 as
+ * the load client saw it and p99 as the frontend spent it, the engines' wasted tokens per second), writes it with the JSON of every run (wasted tokens
  * split by reason) into DIR (default bench/results/overload), and draws goodput and p99 TTFT
  * against offered load, one line per configuration (SVG).
  */
@@ -26,6 +26,7 @@ import { parseArgs } from 'node:util';
 import { runLoad } from '../src/tools/load/run.js';
 import type { LoadSummary } from '../src/tools/load/stats.js';
 import { scrapeWastedTokens, WASTE_REASONS, type WastedTokens } from './lib/engine-waste.js';
+import { scrapeFrontendRejections, type FrontendRejections } from './lib/frontend-rejections.js';
 import { REPO_ROOT, SIDECAR_MAIN } from './lib/paths.js';
 import { spawnProcess, stopAll, localSidecarEnv } from './lib/spawn.js';
 import { spread, type Spread } from './lib/stats.js';
@@ -169,6 +170,8 @@ interface PointResult {
   readonly summary: LoadSummary;
   /** Tokens the engines threw away during the point, by reason (fresh engines per point: one scrape at its end is the total). */
   readonly wastedTokens: WastedTokens;
+  /** The frontend's own time to 529 (its summary), beside the load client's. */
+  readonly frontendRejections: FrontendRejections;
 }
 
 async function point(config: ConfigName, rate: number, runSeed: number): Promise<PointResult> {
@@ -185,7 +188,7 @@ async function point(config: ConfigName, rate: number, runSeed: number): Promise
       ...slo,
     });
     // After the load (its grace cancellations included), before the engines stop.
-    return { summary, wastedTokens: await scrapeWastedTokens(system.engineMetricsUrls) };
+    return { summary, wastedTokens: await scrapeWastedTokens(system.engineMetricsUrls), frontendRejections: await scrapeFrontendRejections(system.url) };
   } finally {
     await system.stop();
   }
@@ -230,7 +233,7 @@ try {
   process.stderr.write('\n');
 }
 
-const figure = ({ summary: s, wastedTokens: w }: PointResult) => {
+const figure = ({ summary: s, wastedTokens: w, frontendRejections: f }: PointResult) => {
   const answered = s.completed + s.rejected;
   return {
     // Per second of arrivals: the drain after them (the slowest requests' tails) is no time the system was offered load.
@@ -242,6 +245,7 @@ const figure = ({ summary: s, wastedTokens: w }: PointResult) => {
     share529: answered === 0 ? NaN : (100 * s.rejected) / answered,
     rejectP50: s.time_to_reject_ms.p50 ?? NaN,
     rejectP99: s.time_to_reject_ms.p99 ?? NaN,
+    frontendRejectP99: f.p99Ms,
     // Per second of arrivals as goodput; the split by reason is in the JSON.
     wastedPerS: WASTE_REASONS.reduce((sum, reason) => sum + w[reason], 0) / pointS,
   };
@@ -261,6 +265,7 @@ const header = [
   '529 %',
   'time to 529 p50 ms',
   'p99 ms',
+  'frontend p99 ms',
   'wasted tok/s',
 ];
 const body = multiples.flatMap((m) =>
@@ -292,6 +297,10 @@ const body = multiples.flatMap((m) =>
     formatSpread(
       over(c, m, (f) => f.rejectP99),
       1,
+    ),
+    formatSpread(
+      over(c, m, (f) => f.frontendRejectP99),
+      2,
     ),
     formatSpread(over(c, m, (f) => f.wastedPerS)),
   ]),

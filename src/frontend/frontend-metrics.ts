@@ -7,7 +7,7 @@
  * The `model` label is bounded: a request for a model no worker serves is counted under
  * UNKNOWN_MODEL_LABEL, so clients cannot create series by sending made-up names.
  */
-import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
+import { Counter, Gauge, Histogram, Summary, type Registry } from 'prom-client';
 
 export type Endpoint = 'chat_completions' | 'completions';
 export type WorkerRefusal = 'overloaded' | 'unreachable';
@@ -26,6 +26,7 @@ interface Series {
   readonly ttft: Histogram<'model'>;
   readonly itl: Histogram<'model'>;
   readonly duration: Histogram<'model' | 'endpoint'>;
+  readonly timeToRejection: Summary<'model' | 'endpoint'>;
   readonly workerRejections: Counter<'model' | 'reason'>;
   readonly retries: Counter<'model'>;
 }
@@ -77,6 +78,14 @@ export class FrontendMetrics {
         help: 'Time from the request reaching the frontend to its last byte (or the client leaving).',
         labelNames: ['model', 'endpoint'],
         buckets: [0.005, 0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300],
+        registers,
+      }),
+      // A summary, not buckets: the goal is a p99 of a few ms, which buckets could only bracket.
+      timeToRejection: new Summary({
+        name: 'dynamo_frontend_time_to_rejection_seconds',
+        help: 'Time from the request reaching the frontend to its overload answer (529) being decided: how fast a refused client can go elsewhere.',
+        labelNames: ['model', 'endpoint'],
+        percentiles: [0.5, 0.9, 0.99],
         registers,
       }),
       workerRejections: new Counter({
@@ -149,6 +158,7 @@ export class RequestRecord {
   /** The request is answered with the overload status. */
   rejected(): void {
     this.s.rejections.inc({ model: this.label, endpoint: this.endpoint });
+    this.s.timeToRejection.observe({ model: this.label, endpoint: this.endpoint }, (this.now() - this.startMs) / 1000);
   }
 
   /** The answer is complete (or the client left: CLIENT_CLOSED_STATUS). Only the first call counts. */

@@ -16,7 +16,7 @@ function setup() {
       values.find((v) => (v as { metricName?: string }).metricName === name + suffix && Object.entries(labels).every(([k, l]) => v.labels[k] === l))?.value;
     return { sum: pick('_sum'), count: pick('_count') };
   };
-  return { metrics, value, histogram, advance: (ms: number) => (nowMs += ms) };
+  return { registry, metrics, value, histogram, advance: (ms: number) => (nowMs += ms) };
 }
 
 describe('FrontendMetrics', () => {
@@ -78,6 +78,24 @@ describe('FrontendMetrics', () => {
     expect(await t.value('dynamo_frontend_worker_rejections_total', { model: 'm', reason: 'unreachable' })).toBe(1);
     expect(await t.value('dynamo_frontend_retries_total', { model: 'm' })).toBe(1);
     expect(await t.value('dynamo_frontend_model_rejection_total', { model: 'm', endpoint: 'chat_completions' })).toBe(1);
+  });
+
+  it('times each overload answer from the request reaching the frontend, as a summary with p50, p90 and p99', async () => {
+    const t = setup();
+    for (const ms of [1, 2, 3, 40]) {
+      const record = t.metrics.startRequest('completions');
+      record.setModel('m');
+      t.advance(ms);
+      record.rejected();
+    }
+    const answered = t.metrics.startRequest('completions');
+    t.advance(500);
+    answered.finish(200);
+    expect(await t.histogram('dynamo_frontend_time_to_rejection_seconds', { model: 'm', endpoint: 'completions' })).toEqual({ sum: 0.046, count: 4 });
+    const { values } = await t.registry.getSingleMetric('dynamo_frontend_time_to_rejection_seconds')!.get();
+    const p99 = values.find((v) => v.labels['quantile'] === 0.99)!.value;
+    expect(p99).toBeGreaterThan(0.003);
+    expect(p99).toBeLessThanOrEqual(0.04);
   });
 
   it("records a client that left with nginx's 499", () => {
