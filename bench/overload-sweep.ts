@@ -5,8 +5,9 @@
  * API, offered load from 0.25x to 8x the capacity C, for each configuration:
  *   unprotected  no engine request limit, no busy thresholds;
  *   dynamo       Dynamo as documented: static N and Q, the frontend's decode-blocks threshold;
- *   best         this project's best so far: N = 12 and Q = 4 with the first-token limit 3,
- *                refusal by expected wait beyond 100 ms and the adaptive pushback.
+ *   best         this project's best so far: N = 12 and Q = 4 with the first-token limit 2,
+ *                refusal by expected wait beyond 50 ms and the adaptive pushback; the frontend
+ *                routes by the sidecars' predicted TTFT (its default).
  * C is the highest rate the unprotected system serves within the SLO (goodput >= 95% of the
  * offered rate), found first by a ladder of rates unless --capacity gives it.
  *
@@ -48,11 +49,18 @@ const HELP = `usage: npm run bench:overload -- [options]
   --out DIR             where the table, JSON and plots go (default bench/results/overload)`;
 
 const CONFIGS = {
-  unprotected: { sidecar: [] as string[], env: {} as Record<string, string>, frontend: [] as string[] },
-  dynamo: { sidecar: ['--engine-request-limit', '8'], env: { DYN_DYNAMO_REQUEST_QUEUE_LIMIT: '4' }, frontend: ['--active-decode-blocks-threshold', '0.5'] },
+  // unprotected and dynamo route as the frontend did before it learned predicted TTFT (least-loaded), so best's routing is part of what is judged.
+  unprotected: { sidecar: [] as string[], env: {} as Record<string, string>, frontend: ['--router-mode', 'least-loaded'] },
+  dynamo: {
+    sidecar: ['--engine-request-limit', '8'],
+    env: { DYN_DYNAMO_REQUEST_QUEUE_LIMIT: '4' },
+    frontend: ['--active-decode-blocks-threshold', '0.5', '--router-mode', 'least-loaded'],
+  },
   best: {
-    // Tuned on quick looks (1x and 4x of C = 8/s): N 8 -> 12 served 4x at 9.7 -> 14.6 req/s within the SLO, refusing nothing at 1x.
-    sidecar: ['--engine-request-limit', '12', '--first-token-limit', '3', '--max-queue-wait-ms', '100', '--retry-pushback-mode', 'adaptive'],
+    // Tuned on quick looks (one run each of 2x, 4x, 8x of C = 14/s; docs/performance.md): N 12 serves
+    // about 18 req/s within the SLO where N 10 (no KV preemption) serves about 15; F 2 and a 50 ms
+    // longest expected wait brought p99 TTFT at 8x from 1.2 s (F 3, 100 ms) to 0.45 s at the same goodput.
+    sidecar: ['--engine-request-limit', '12', '--first-token-limit', '2', '--max-queue-wait-ms', '50', '--retry-pushback-mode', 'adaptive'],
     env: { DYN_DYNAMO_REQUEST_QUEUE_LIMIT: '4' },
     frontend: [],
   },

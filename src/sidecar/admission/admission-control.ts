@@ -123,14 +123,19 @@ export class AdmissionControl {
   /**
    * For a call that would have to queue now (no room in the engine): its expected wait in ms when
    * that is too long to queue for, i.e. beyond --max-queue-wait-ms or the time the call's own
-   * deadline leaves; `undefined` when it may queue (the setting is off, or there is no estimate
-   * yet). The proxy then refuses it at once with this wait as its pushback.
+   * deadline leaves; `undefined` when it may queue (the setting is off, or the wait fits). The
+   * proxy then refuses it at once with this wait as its pushback.
+   *
+   * Without an estimate yet (no call has ended since start, so the time a slot takes is unknown)
+   * the call is refused too, with the pushback's stand-in: a queued call waits for a running one
+   * to finish, a whole generation, and the sweep saw exactly those calls, queued in a fresh
+   * sidecar's first second under overload, as its only TTFTs near a second.
    */
   queueRefusalMs(deadlineLeftMs: number | undefined): number | undefined {
     const max = this.current.maxQueueWaitMs;
     if (max === 0) return undefined;
     const wait = this.pushback.expectedWaitMs();
-    if (wait === undefined) return undefined;
+    if (wait === undefined) return Math.max(1, Math.round(this.pushback.estimateMs()));
     return wait > max || (deadlineLeftMs !== undefined && wait > deadlineLeftMs) ? Math.max(1, Math.round(wait)) : undefined;
   }
 

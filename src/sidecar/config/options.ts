@@ -101,7 +101,7 @@ export const SIDECAR_OPTIONS = {
     flag: '--max-queue-wait-ms <ms>',
     env: 'DYN_SIDECAR_MAX_QUEUE_WAIT_MS',
     default: 0,
-    help: 'a call joins the queue only if its expected wait (from how fast slots and first tokens have come free lately) fits within this and within its own deadline; otherwise it gets RESOURCE_EXHAUSTED at once with that expected wait as its pushback, so the frontend can go elsewhere now instead of after the wait. Until a call has ended there is no estimate and calls queue as usual; 0 = off (the queue timeout still applies)',
+    help: 'a call joins the queue only if its expected wait (from how fast slots and first tokens have come free lately) fits within this and within its own deadline; otherwise it gets RESOURCE_EXHAUSTED at once with that expected wait as its pushback, so the frontend can go elsewhere now instead of after the wait. Until a call has ended there is no estimate, and a call that finds no room is refused at once with --retry-pushback-ms; 0 = off (the queue timeout still applies)',
   },
   drainGraceMs: {
     flag: '--drain-grace-ms <ms>',

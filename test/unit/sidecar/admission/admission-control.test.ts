@@ -198,10 +198,10 @@ describe('AdmissionControl.queueRefusalMs (--max-queue-wait-ms)', () => {
     expect(control.queueRefusalMs(1000)).toBeUndefined();
   });
 
-  it('lets calls queue while there is no estimate yet, and takes a live change', () => {
-    const t = setup({ engineRequestLimit: '1', maxQueueWaitMs: '10' });
+  it('refuses with the pushback stand-in while there is no estimate yet, and takes a live change', () => {
+    const t = setup({ engineRequestLimit: '1', maxQueueWaitMs: '10', retryPushbackMs: '300' });
     t.gate.acquire(admitting(() => {}));
-    expect(t.control.queueRefusalMs(undefined), 'no call has ended yet').toBeUndefined();
+    expect(t.control.queueRefusalMs(undefined), 'no call has ended yet: how long a slot takes is unknown').toBe(300);
     t.control.pushback.slotHeld(1000);
     expect(t.control.queueRefusalMs(undefined)).toBe(1000);
     expect(t.control.change({ maxQueueWaitMs: 0 }, 'api')).toEqual({ changed: ['maxQueueWaitMs'] });
