@@ -46,6 +46,7 @@ const HELP = `usage: npm run bench:overload -- [options]
   --seed N              seed of the first run; each run adds its index (default 1)
   --grace-s S           after a point, time its requests in flight get before they are cancelled (default 30)
   --best-args=ARGS      the best configuration's sidecar flags instead of the built-in ones (space-separated, after =), for tuning
+  --best-frontend-args=ARGS  the same for its frontend flags
   --out DIR             where the table, JSON and plots go (default bench/results/overload)`;
 
 const CONFIGS = {
@@ -89,6 +90,7 @@ const { values } = parseArgs({
     seed: { type: 'string', default: '1' },
     'grace-s': { type: 'string', default: '30' },
     'best-args': { type: 'string' },
+    'best-frontend-args': { type: 'string' },
     out: { type: 'string', default: 'bench/results/overload' },
     help: { type: 'boolean', default: false },
   },
@@ -129,8 +131,11 @@ interface System {
 
 /** Two engines, a sidecar in front of each, the frontend over both: the demo's topology, as separate processes. */
 async function startSystem(config: ConfigName): Promise<System> {
-  const { env, frontend: frontendArgs } = CONFIGS[config];
-  const sidecarArgs = config === 'best' && values['best-args'] !== undefined ? values['best-args'].split(/\s+/u).filter(Boolean) : CONFIGS[config].sidecar;
+  const { env } = CONFIGS[config];
+  const tuned = (given: string | undefined, builtIn: readonly string[]): readonly string[] =>
+    config === 'best' && given !== undefined ? given.split(/\s+/u).filter(Boolean) : builtIn;
+  const sidecarArgs = tuned(values['best-args'], CONFIGS[config].sidecar);
+  const frontendArgs = tuned(values['best-frontend-args'], CONFIGS[config].frontend);
   const workers: string[] = [];
   const engineMetricsUrls: string[] = [];
   for (let i = 0; i < 2; i++) {

@@ -23,16 +23,21 @@ import { exitWithError, parseOrExit, type ErrorVoice } from '../platform/command
  * prices steps as Llama-3.3-70B in fp8 on 2 x H100 (about 19 ms a step at the demo's batch of 8,
  * slower as batches and contexts grow), with its KV cut to 128 blocks (explicit options win over
  * the preset). Steps that long leave a 2-core machine's proxies mostly idle, so time runs at 1x.
+ * Admission is the overload sweep's best configuration (npm run bench:overload, docs/performance.md):
+ * N 12, Q 4, first-token limit 2, refusal beyond 50 ms of expected wait, adaptive pushback, and the
+ * frontend routing by the sidecars' predicted TTFT with no busy threshold (one can be set).
  */
 export const DEMO_DEFAULTS = Object.freeze({
   workers: 2,
   httpPort: FRONTEND_OPTIONS.httpPort.default,
-  engineRequestLimit: 8,
+  engineRequestLimit: 12,
   requestQueueLimit: 4,
+  firstTokenLimit: 2,
+  maxQueueWaitMs: 50,
+  retryPushbackMode: 'adaptive',
   enginePreset: 'llama-3.3-70b-fp8-2xh100',
   engineTimeScale: 1,
   numGpuBlocks: 128,
-  decodeBlocksThreshold: 0.5,
   statusIntervalMs: 5000,
 });
 
@@ -40,7 +45,7 @@ interface DemoFlags {
   httpPort: string;
   workers: string;
   engineRequestLimit: string;
-  activeDecodeBlocksThreshold: string;
+  activeDecodeBlocksThreshold?: string;
   quiet?: boolean;
 }
 
@@ -68,14 +73,15 @@ export function registerDemoCommand(program: Command, io: CommandIo): Command {
   const d = DEMO_DEFAULTS;
   const command = program
     .command('demo')
-    .description('run the whole system on this machine, no broker: the frontend on :8000 and simulated workers (engine + sidecar each), thresholds set')
+    .description(
+      "run the whole system on this machine, no broker: the frontend on :8000 and simulated workers (engine + sidecar each), admission as the overload sweep's best configuration",
+    )
     .option('--http-port <port>', "the frontend's HTTP port; 0 picks a free one", String(d.httpPort))
     .option('--workers <n>', 'simulated workers (engine + sidecar each), 1..16', String(d.workers))
     .option('--engine-request-limit <n>', `each sidecar's engine request limit N (queue Q = ${d.requestQueueLimit})`, String(d.engineRequestLimit))
     .option(
       '--active-decode-blocks-threshold <fraction>',
-      `the frontend's --active-decode-blocks-threshold (each engine has ${d.numGpuBlocks} KV blocks)`,
-      String(d.decodeBlocksThreshold),
+      `the frontend's --active-decode-blocks-threshold (each engine has ${d.numGpuBlocks} KV blocks); unset = no busy threshold, the sidecars' refusals decide`,
     )
     .option('--quiet', 'no status line');
   applyUsageExit(command, io);
@@ -118,6 +124,9 @@ async function runDemo(count: number, flags: DemoFlags, httpPort: number, io: Co
           systemHost: '127.0.0.1',
           systemPort: '0',
           engineRequestLimit: flags.engineRequestLimit,
+          firstTokenLimit: String(DEMO_DEFAULTS.firstTokenLimit),
+          maxQueueWaitMs: String(DEMO_DEFAULTS.maxQueueWaitMs),
+          retryPushbackMode: DEMO_DEFAULTS.retryPushbackMode,
           maxNumBatchedTokens: String(engine.options.maxNumBatchedTokens),
           workerId: String(i + 1),
         },
@@ -142,7 +151,7 @@ async function runDemo(count: number, flags: DemoFlags, httpPort: number, io: Co
         `dynamo-sidecar demo: frontend ${describeFrontend(config, frontend.port)}`,
         ...sidecars.map(
           (s, i) =>
-            `dynamo-sidecar demo: worker ${i + 1}: sidecar 127.0.0.1:${s.ingressPort} (N=${flags.engineRequestLimit}, Q=${DEMO_DEFAULTS.requestQueueLimit}, metrics http://127.0.0.1:${s.systemPort}/metrics) -> simulated engine ${engines[i]!.address} (${DEMO_DEFAULTS.enginePreset}, ${DEMO_DEFAULTS.numGpuBlocks} KV blocks)`,
+            `dynamo-sidecar demo: worker ${i + 1}: sidecar 127.0.0.1:${s.ingressPort} (N=${flags.engineRequestLimit}, Q=${DEMO_DEFAULTS.requestQueueLimit}, F=${DEMO_DEFAULTS.firstTokenLimit}, max queue wait ${DEMO_DEFAULTS.maxQueueWaitMs} ms, metrics http://127.0.0.1:${s.systemPort}/metrics) -> simulated engine ${engines[i]!.address} (${DEMO_DEFAULTS.enginePreset}, ${DEMO_DEFAULTS.numGpuBlocks} KV blocks)`,
         ),
         'try:',
         `  curl -s ${url}/v1/models`,
