@@ -38,6 +38,7 @@ const FIELDS = [
   'model',
   'grpc_address',
   'heartbeat_ms',
+  'predicted_ttft_ms',
 ].sort();
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
@@ -168,6 +169,9 @@ function expectWellFormed(e: LoadEvent): void {
   expect(e.model === null || (typeof e.model === 'string' && e.model !== ''), `model=${e.model}`).toBe(true);
   expect(e.grpc_address).toMatch(/^127\.0\.0\.1:[1-9]\d*$/); // the tests listen on 127.0.0.1:0
   expect(Number.isInteger(e.heartbeat_ms) && e.heartbeat_ms > 0, `heartbeat_ms=${e.heartbeat_ms}`).toBe(true);
+  expect(e.predicted_ttft_ms === null || (Number.isInteger(e.predicted_ttft_ms) && e.predicted_ttft_ms >= 0), `predicted_ttft_ms=${e.predicted_ttft_ms}`).toBe(
+    true,
+  );
 }
 
 const lastOf = (got: Received[]): Received | undefined => got[got.length - 1];
@@ -371,6 +375,8 @@ describe('sidecar load events end to end (real sidecar, nats-server, simulated e
     const events = mine();
     expect(new Set(events.map((r) => r.subject))).toEqual(new Set([subject]));
     for (const r of events) expectWellFormed(r.event);
+    // Once calls have had their first tokens, the sidecar predicts the next one's.
+    expect(events.some((r) => (r.event.predicted_ttft_ms ?? 0) > 0)).toBe(true);
     const seqs = events.map((r) => r.event.sequence);
     expect(seqs).toEqual(seqs.map((_, i) => seqs[0]! + i));
 
