@@ -17,8 +17,8 @@
  *
  * Prints a progress bar, then one Markdown table (median [min..max] over repeats per point and
  * configuration: goodput, p50/p99 TTFT and ITL of admitted requests, 529 share, time to 529 as
- * the load client saw it and p99 as the frontend spent it, the engines' wasted tokens per second), writes it with the JSON of every run (wasted tokens
- * split by reason) into DIR (default bench/results/overload), and draws goodput and p99 TTFT
+ * the load client saw it and p99 as the frontend spent it, the engines' wasted tokens per
+ * second), writes it with the JSON of every run (wasted tokens split by reason) into DIR (default bench/results/overload), and draws goodput and p99 TTFT
  * against offered load, one line per configuration (SVG).
  */
 import { mkdirSync, writeFileSync } from 'node:fs';

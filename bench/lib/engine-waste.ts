@@ -45,7 +45,8 @@ export function parseInFlight(text: string): number {
   return sum;
 }
 
-async function scrape(url: string): Promise<string> {
+/** A Prometheus endpoint's text; throws on a status other than 2xx. */
+export async function scrape(url: string): Promise<string> {
   const response = await fetch(url);
   if (!response.ok) throw new Error(`GET ${url}: HTTP ${response.status}`);
   return response.text();

@@ -6,6 +6,7 @@
  * holds the client's own event loop and the loopback; this one is what the frontend itself spent.
  */
 import { parsePrometheusText } from '../../src/sidecar/load/prometheus-text.js';
+import { scrape } from './engine-waste.js';
 
 const SERIES = 'dynamo_frontend_time_to_rejection_seconds';
 
@@ -39,7 +40,5 @@ export function parseFrontendRejections(text: string): FrontendRejections {
 }
 
 export async function scrapeFrontendRejections(frontendUrl: string): Promise<FrontendRejections> {
-  const response = await fetch(`${frontendUrl}/metrics`);
-  if (!response.ok) throw new Error(`GET ${frontendUrl}/metrics: HTTP ${response.status}`);
-  return parseFrontendRejections(await response.text());
+  return parseFrontendRejections(await scrape(`${frontendUrl}/metrics`));
 }

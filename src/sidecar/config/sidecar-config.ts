@@ -255,10 +255,9 @@ function parseEngineRequestLimit(read: Reader): Pick<SidecarConfig, 'engineReque
   const text = found?.value.trim() ?? '';
   if (text.toLowerCase() === 'auto') return { engineRequestLimit: AUTO_FALLBACK_LIMIT, engineRequestLimitAuto: true };
   const value = /^\d+$/.test(text) ? Number(text) : NaN;
-  if (found && !(Number.isSafeInteger(value) && value >= LIVE_SETTINGS.engineRequestLimit.min)) {
-    read.report(found.source, `must be a positive integer or auto, got "${found.value}"`);
-  }
-  return { engineRequestLimit: Number.isSafeInteger(value) && value >= 1 ? value : undefined, engineRequestLimitAuto: false };
+  const valid = Number.isSafeInteger(value) && value >= LIVE_SETTINGS.engineRequestLimit.min;
+  if (found && !valid) read.report(found.source, `must be a positive integer or auto, got "${found.value}"`);
+  return { engineRequestLimit: valid ? value : undefined, engineRequestLimitAuto: false };
 }
 
 /** Printable ASCII without spaces (it travels in an HTTP header), long enough not to be guessed; the value is never quoted. */

@@ -12,11 +12,10 @@
  * without GetLoads, or one that reports no max_running_requests, leaves the limit at
  * AUTO_FALLBACK_LIMIT, with one warning that says to set a number.
  */
-import { vllmEngineMessage, type GetLoadsResponseMessage } from '../../protocol/engine/engine-proto.js';
 import type { GenerateWire } from '../../protocol/engine/generate-wire.js';
 import type { Logger } from '../../platform/log.js';
 import { AUTO_FALLBACK_LIMIT, AUTO_LIMIT_FACTOR } from '../config/sidecar-config.js';
-import { getLoadsPath } from './engine-get-loads.js';
+import { getLoadsPath, getLoadsResponse } from './engine-get-loads.js';
 import { EngineQuestion, type QuestionedEngine } from './engine-question.js';
 
 export interface EngineCapacity {
@@ -30,7 +29,7 @@ export interface EngineCapacity {
 
 /** The capacity in a GetLoadsResponse, `undefined` when no rank reports max_running_requests; throws on bytes that are not one. */
 export function engineCapacity(body: Buffer): EngineCapacity | undefined {
-  const response = vllmEngineMessage<GetLoadsResponseMessage>('GetLoadsResponse').deserialize(body);
+  const response = getLoadsResponse(body);
   let maxRunningRequests = 0;
   let ranks = 0;
   for (const load of response.loads ?? []) {
@@ -61,8 +60,8 @@ export class EngineCapacityProbe extends EngineQuestion {
       path,
       what: 'its capacity (--engine-request-limit auto)',
       logger: log,
-      ...(options.timeoutMs === undefined ? {} : { timeoutMs: options.timeoutMs }),
-      ...(options.retryMs === undefined ? {} : { retryMs: options.retryMs }),
+      timeoutMs: options.timeoutMs,
+      retryMs: options.retryMs,
       decide: (body, attempts) => {
         if (body === undefined) return log.warn(`--engine-request-limit auto: the engine does not implement GetLoads; ${fallback}`, { path });
         let capacity: EngineCapacity | undefined;

@@ -56,9 +56,14 @@ export function getLoadsReader(options: GetLoadsReaderOptions): LoadRead {
   };
 }
 
+/** A GetLoadsResponse's bytes as the message (vLLM's and SGLang's number alike); throws on bytes that are not one. */
+export function getLoadsResponse(body: Buffer): GetLoadsResponseMessage {
+  return vllmEngineMessage<GetLoadsResponseMessage>('GetLoadsResponse').deserialize(body);
+}
+
 /** A GetLoadsResponse's bytes to per-rank loads; throws on bytes that are not one. */
 export function decodeGetLoads(body: Buffer, blockSize: number, kvTotalBlocks: number | undefined): { ranks: Map<number, ScrapedLoad>; problems: string[] } {
-  const response = vllmEngineMessage<GetLoadsResponseMessage>('GetLoadsResponse').deserialize(body);
+  const response = getLoadsResponse(body);
   return schedulerLoads(response.loads ?? [], blockSize, kvTotalBlocks);
 }
 

@@ -41,8 +41,9 @@ export interface EngineQuestionOptions {
    */
   readonly decide: (body: Buffer | undefined, attempts: number) => void;
   readonly logger: Logger;
-  readonly timeoutMs?: number;
-  readonly retryMs?: number;
+  /** Undefined: MODEL_INFO_TIMEOUT_MS and MODEL_INFO_RETRY_MS. */
+  readonly timeoutMs?: number | undefined;
+  readonly retryMs?: number | undefined;
 }
 
 type QuestionState = 'idle' | 'waiting' | 'asking' | 'done' | 'stopped';

@@ -47,8 +47,8 @@ export class ModelInfoProbe extends EngineQuestion {
       path,
       what: 'its model',
       logger: log,
-      ...(options.timeoutMs === undefined ? {} : { timeoutMs: options.timeoutMs }),
-      ...(options.retryMs === undefined ? {} : { retryMs: options.retryMs }),
+      timeoutMs: options.timeoutMs,
+      retryMs: options.retryMs,
       decide: (body, attempts) => {
         if (body === undefined) {
           log.warn('the engine does not implement GetModelInfo: model unknown (null in load events); pass --served-model-name', { path });
