@@ -35,7 +35,7 @@ async function timed(n: number, once: () => Promise<unknown>): Promise<number[]>
 const engine = await startSimulatedEngine({ dataParallelSize: 2, host: '127.0.0.1', port: 0, metricsPort: 0 });
 const session = connect(`http://${engine.address}`);
 try {
-  const read = getLoadsReader({ open: (headers) => session.request(headers), wire: 'vllm', kvBlockSize: 16, kvTotalBlocks: undefined, timeoutMs: 2000 });
+  const read = getLoadsReader({ open: (headers) => session.request(headers), wire: 'vllm', kvBlockSize: 16, kvTotalBlocks: () => undefined, timeoutMs: 2000 });
   console.log(`node ${process.version}`);
   console.log(`GetLoads read, 2 ranks, one h2 session: ${percentiles(await timed(reads, () => read(new AbortController().signal)))}`);
   console.log(`/metrics scrape of the same engine:     ${percentiles(await timed(reads, async () => (await fetch(engine.metricsUrl)).text()))}`);

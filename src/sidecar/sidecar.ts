@@ -11,7 +11,7 @@ import { callsDone } from './admission/calls-done.js';
 import { AdmissionGate } from './admission/gate.js';
 import { RejectionLog } from './admission/rejection-log.js';
 import { RetryPushback } from './admission/retry-pushback.js';
-import { EngineCapacityProbe } from './load/engine-capacity-probe.js';
+import { followEngineCapacity } from './load/engine-capacity.js';
 import { resolveAdvertiseAddress } from './config/advertise-address.js';
 import { formatHostPort, type HostPort } from '../platform/config/host-port.js';
 import { admissionSettingsOf, type SidecarConfig } from './config/sidecar-config.js';
@@ -121,14 +121,9 @@ export async function startSidecar(config: SidecarConfig, deps: SidecarDeps): Pr
     logger,
     limitFromEngine: config.engineRequestLimitAuto,
   });
-  const capacityProbe = config.engineRequestLimitAuto
-    ? new EngineCapacityProbe({
-        engine: upstream,
-        wire: config.load.generateWire,
-        onCapacity: (capacity) => admission.engineReported(capacity.limit),
-        logger: logger.child({ component: 'engine-capacity' }),
-      })
-    : undefined;
+  if (config.engineRequestLimitAuto) {
+    followEngineCapacity(reporting.discovery, (limit) => admission.engineReported(limit), logger.child({ component: 'engine-capacity' }));
+  }
   const admissionState = (): Record<string, unknown> => ({ engine_request: gate.inEngine, request_queue: gate.queued });
   const rejectionLog = new RejectionLog(logger, admissionState);
   const observer: CallObserver = {
@@ -180,7 +175,13 @@ export async function startSidecar(config: SidecarConfig, deps: SidecarDeps): Pr
   const system = new SystemServer({
     registry,
     readiness: { notReadyReason },
-    load: () => ({ subject: reporting.subject, upstream_reachable: upstream.reachable, ranks: reporting.current() }),
+    load: () => ({
+      subject: reporting.subject,
+      upstream_reachable: upstream.reachable,
+      // What the engine told about itself (snake_case, as the rest of /load); flags win where given.
+      engine: { protocol: config.load.generateWire, learned: snakeCaseKeys(reporting.discovery.known) },
+      ranks: reporting.current(),
+    }),
     admin: new AdminApi({ token: config.adminToken, control: admission, gate, logger: logger.child({ component: 'admin-api' }) }),
     logger,
     metricsCacheMs: config.metricsCacheMs,
@@ -206,7 +207,6 @@ export async function startSidecar(config: SidecarConfig, deps: SidecarDeps): Pr
     throw err;
   }
   reporting.start();
-  capacityProbe?.start();
 
   return {
     ingressPort,
@@ -240,10 +240,15 @@ export async function startSidecar(config: SidecarConfig, deps: SidecarDeps): Pr
     },
     async close() {
       rejectionLog.close();
-      capacityProbe?.stop();
       await Promise.all([ingress.close(), system.close()]);
       upstreamClientTls?.close();
       await Promise.all([upstream.close(), reporting.close()]);
     },
   };
+}
+
+function snakeCaseKeys(object: object): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const [key, value] of Object.entries(object)) out[key.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`)] = value;
+  return out;
 }

@@ -1,7 +1,8 @@
 /**
  * An in-process HTTP/2 server that answers one unary gRPC path, for the engine questions
  * (EngineQuestion and its probes): each call's answer comes from `answer(n)` (1-based): a
- * message body, a status (Trailers-Only), or 'hang' (never answers). Other paths get HTTP 404.
+ * message body, a status (Trailers-Only), or 'hang' (never answers). Paths in `others` always get
+ * their one answer (not counted in `calls`); any other path gets HTTP 404.
  */
 import { createServer, type ServerHttp2Session } from 'node:http2';
 import { frameMessage } from '../../src/protocol/grpc/framing.js';
@@ -22,7 +23,12 @@ export interface FakeEngineRpc {
 }
 
 /** `port` 0 picks a free one; a given port lets a test start the engine late where a client already dials. */
-export async function startFakeEngineRpc(path: string, answer: (n: number) => RpcAnswer, port = 0): Promise<FakeEngineRpc> {
+export async function startFakeEngineRpc(
+  path: string,
+  answer: (n: number) => RpcAnswer,
+  port = 0,
+  others: Readonly<Record<string, RpcAnswer>> = {},
+): Promise<FakeEngineRpc> {
   const server = createServer();
   const state = { calls: 0, open: 0, maxOpen: 0, cancelled: 0, paths: [] as string[] };
   const sessions = new Set<ServerHttp2Session>();
@@ -34,8 +40,9 @@ export async function startFakeEngineRpc(path: string, answer: (n: number) => Rp
   server.on('stream', (stream, headers) => {
     stream.on('error', () => {});
     state.paths.push(String(headers[':path']));
-    if (headers[':path'] !== path) return void stream.respond({ ':status': 404 }, { endStream: true });
-    const n = ++state.calls;
+    const other = others[String(headers[':path'])];
+    if (headers[':path'] !== path && other === undefined) return void stream.respond({ ':status': 404 }, { endStream: true });
+    const n = other === undefined ? ++state.calls : 0;
     state.open++;
     state.maxOpen = Math.max(state.maxOpen, state.open);
     let answered = false;
@@ -45,7 +52,7 @@ export async function startFakeEngineRpc(path: string, answer: (n: number) => Rp
     });
     stream.resume();
     stream.on('end', () => {
-      const a = answer(n);
+      const a = other ?? answer(n);
       if (a === 'hang') return;
       answered = true;
       if ('status' in a) {

@@ -46,11 +46,16 @@ export const msg = (...parts: number[][]): Buffer => Buffer.from(parts.flat());
 export const tokenIds = (count: number, start = 1): number[] => Array.from({ length: count }, (_, i) => start + i * 1000);
 
 /**
- * A GenerateRequest with `promptTokens` token ids and max_tokens 16. vLLM (current and legacy):
- * request_id 1, tokenized 2 {input_ids 2}, sampling_params 4 {max_tokens 8}, stream 5,
- * data_parallel_rank 9. SGLang: the same up to 4 (max_new_tokens 8), stream 17, rank 16.
+ * A GenerateRequest with `promptTokens` token ids and max_tokens 16. SMG's vLLM (current and
+ * legacy): request_id 1, tokenized 2 {input_ids 2}, sampling_params 4 {max_tokens 8}, stream 5,
+ * data_parallel_rank 9. SMG's SGLang: the same up to 4 (max_new_tokens 8), stream 17, rank 16.
+ * vLLM's own (vllm.Inference): request_id 1, token_ids 4 {ids 1}, stopping 8 {max_new_tokens 1},
+ * response 9 {output_token_ids 5}. SGLang's own (runtime.v1): input_ids 1, sampling_params 2
+ * {max_new_tokens 8}, stream 3, rid 7.
  */
-export function generateRequestBytes(wire: 'vllm' | 'vllm-legacy' | 'sglang', promptTokens: number): Buffer {
+export function generateRequestBytes(wire: 'vllm' | 'vllm-legacy' | 'sglang' | 'vllm-native' | 'sglang-native', promptTokens: number): Buffer {
+  if (wire === 'vllm-native') return msg(str(1, 'req'), bytes(4, packed(1, tokenIds(promptTokens))), bytes(8, num(1, 16)), bytes(9, num(5, 1)));
+  if (wire === 'sglang-native') return msg(packed(1, tokenIds(promptTokens)), bytes(2, num(8, 16)), num(3, 1), str(7, 'req'));
   const common = [str(1, 'req'), bytes(2, packed(2, tokenIds(promptTokens))), bytes(4, num(8, 16))];
   return wire === 'sglang' ? msg(...common, num(17, 1)) : msg(...common, num(5, 1));
 }

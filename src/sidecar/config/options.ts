@@ -255,7 +255,7 @@ export const SIDECAR_OPTIONS = {
     flag: '--generate-wire <layout>',
     env: 'DYN_GENERATE_WIRE',
     default: 'vllm',
-    help: "the engine's Generate protocol, for token accounting and GetLoads/GetModelInfo: vllm (vllm.grpc.engine.VllmEngine as served by vllm serve --grpc today: response chunk=1, complete=2), vllm-legacy (the same service before 2026-01: request_id=1, chunk=2, complete=3, error=4), sglang (sglang.grpc.scheduler.SglangScheduler). Never guessed: calls that do not decode are forwarded untouched and counted",
+    help: "the engine's gRPC protocol, for token accounting and for what the sidecar asks the engine (model, KV size, max_num_seqs, loads): vllm (SMG's vllm.grpc.engine.VllmEngine, as served by vllm serve --grpc), vllm-legacy (the same service before 2026-01), sglang (SMG's sglang.grpc.scheduler.SglangScheduler), vllm-native (vLLM's own vllm.Inference and vllm.Control, vllm-rs serve --grpc-port), sglang-native (SGLang's own sglang.runtime.v1.SglangService, --grpc-port). Never guessed: calls that do not decode are forwarded untouched and counted",
   },
   trackOutputBlocks: {
     flag: '--track-output-blocks',

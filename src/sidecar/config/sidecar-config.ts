@@ -3,7 +3,7 @@
  * before failing (ConfigError). Sources are injected so tests need no real environment.
  * An empty environment variable counts as unset, as compose files use `VAR=` to clear one.
  */
-import { GENERATE_WIRES, type GenerateWire } from '../../protocol/engine/generate-wire.js';
+import { ENGINE_PATHS, GENERATE_WIRES, type GenerateWire } from '../../protocol/engine/generate-wire.js';
 import { ENGINE_METRICS_FORMATS, type EngineMetricsFormatOption } from '../../protocol/engine/metrics-formats.js';
 import { EVENT_FORMATS, type EventFormat } from '../../protocol/dynamo-event.js';
 import type { LogLevel } from '../../platform/log.js';
@@ -108,7 +108,9 @@ export interface LoadConfig {
   readonly kvBlockSize: number;
   readonly maxNumBatchedTokens: number | undefined;
   readonly dataParallelSize: number;
-  /** The model in load events; `undefined`: asked from the engine (GetModelInfo). */
+  /** Values the operator gave (flag or env), which win over what the engine tells (EngineDiscovery). */
+  readonly setByOperator: { readonly kvBlockSize: boolean; readonly dataParallelSize: boolean };
+  /** The model in load events; `undefined`: asked from the engine (EngineDiscovery). */
   readonly servedModelName: string | undefined;
   /** Comma-separated NATS servers; `undefined`: no publishing. */
   readonly natsServers: readonly string[] | undefined;
@@ -289,7 +291,7 @@ function parseConnectionConfig(read: Reader): ConnectionConfig {
 }
 
 function parseLoadConfig(read: Reader): LoadConfig {
-  return {
+  const config: LoadConfig = {
     engineMetricsUrl: read.url('engineMetricsUrl', ['http:', 'https:']),
     engineMetricsFormat: read.choice('engineMetricsFormat', ENGINE_METRICS_FORMATS),
     engineLoadSource: parseEngineLoadSource(read),
@@ -300,6 +302,7 @@ function parseLoadConfig(read: Reader): LoadConfig {
     kvBlockSize: read.integer('kvBlockSize', 1, 1 << 20),
     maxNumBatchedTokens: read.integer('maxNumBatchedTokens', 1, Number.MAX_SAFE_INTEGER),
     dataParallelSize: read.integer('dataParallelSize', 1, 1024),
+    setByOperator: { kvBlockSize: read.raw('kvBlockSize') !== undefined, dataParallelSize: read.raw('dataParallelSize') !== undefined },
     servedModelName: parseServedModelName(read),
     natsServers: parseNatsServers(read),
     natsSecurity: parseNatsSecurity(read, read.raw('natsUrl') !== undefined),
@@ -311,6 +314,13 @@ function parseLoadConfig(read: Reader): LoadConfig {
     natsLivenessTimeoutMs: read.integer('natsLivenessTimeoutMs', 50, 3_600_000),
     workerId: read.integer('workerId', 0, Number.MAX_SAFE_INTEGER),
   };
+  if (config.engineLoadSource === 'getloads' && ENGINE_PATHS[config.generateWire].loads === undefined) {
+    read.report(
+      read.raw('engineLoadSource')!.source,
+      `: getloads needs a load RPC, and ${config.generateWire} (${read.names('generateWire')}) has none; use scrape or traffic`,
+    );
+  }
+  return config;
 }
 
 function parseTlsConfig(read: Reader): SidecarTlsConfig {

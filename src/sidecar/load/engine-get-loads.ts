@@ -1,7 +1,9 @@
 /**
- * The engine's own load report, GetLoads (vLLM `vllm.grpc.engine.VllmEngine/GetLoads`, SGLang
- * `sglang.grpc.scheduler.SglangScheduler/GetLoads`; the same message numbers in both), read as
- * one more source for the EngineScraper loop:
+ * The engine's own load report, read as one more source for the EngineScraper loop: GetLoads of
+ * SMG's protocols (vLLM `vllm.grpc.engine.VllmEngine/GetLoads`, SGLang
+ * `sglang.grpc.scheduler.SglangScheduler/GetLoads`; the same message numbers in both), or
+ * SGLang's own `sglang.runtime.v1.SglangService/GetLoad`, whose json_info is a JSON array of the
+ * same per-rank fields by name. vLLM's own protocol has no load RPC (getLoadsPath: undefined).
  *
  *   new EngineScraper({ url: path, read: getLoadsReader({ engine, wire, kvBlockSize, kvTotalBlocks }), ... })
  *
@@ -18,7 +20,8 @@
  *   kept either way (dynamo_sidecar_engine_kv_usage_ratio).
  * - num_running_reqs / num_waiting_reqs as running / waiting.
  */
-import { enginePath, type GenerateWire } from '../../protocol/engine/generate-wire.js';
+import { ENGINE_PATHS, type GenerateWire } from '../../protocol/engine/generate-wire.js';
+import protobuf from 'protobufjs/minimal.js';
 import { vllmEngineMessage, type GetLoadsResponseMessage, type SchedulerLoadMessage } from '../../protocol/engine/engine-proto.js';
 import { GrpcStatus, statusName } from '../../protocol/grpc/status.js';
 import { unaryCall, type OpenStream } from '../../protocol/grpc/unary-call.js';
@@ -30,26 +33,29 @@ export interface GetLoadsReaderOptions {
   readonly open: OpenStream;
   readonly wire: GenerateWire;
   readonly kvBlockSize: number;
-  /** --kv-total-blocks, to turn a usage ratio into blocks when the engine gives no token counts. */
-  readonly kvTotalBlocks: number | undefined;
+  /** --kv-total-blocks or the engine's word, to turn a usage ratio into blocks when the engine gives no token counts. */
+  readonly kvTotalBlocks: () => number | undefined;
   readonly timeoutMs: number;
 }
 
 /** An empty GetLoadsRequest: every rank, the default sections. */
 const EMPTY_REQUEST = new Uint8Array(0);
 
-export function getLoadsPath(wire: GenerateWire): string {
-  return enginePath(wire, 'GetLoads');
+/** The protocol's load RPC; undefined when it has none. */
+export function getLoadsPath(wire: GenerateWire): string | undefined {
+  return ENGINE_PATHS[wire].loads;
 }
 
 export function getLoadsReader(options: GetLoadsReaderOptions): LoadRead {
   const path = getLoadsPath(options.wire);
+  if (path === undefined) throw new Error(`--generate-wire ${options.wire} has no load RPC`);
+  const decode = options.wire === 'sglang-native' ? sglangLoads : (body: Buffer): readonly SchedulerLoadMessage[] => getLoadsResponse(body).loads ?? [];
   return async (signal) => {
     const outcome = await unaryCall(options.open, path, EMPTY_REQUEST, { timeoutMs: options.timeoutMs, signal });
     if (outcome.status === GrpcStatus.UNIMPLEMENTED) throw new LoadSourceUnsupportedError(`${path}: UNIMPLEMENTED ${outcome.message}`.trim());
     if (outcome.status !== GrpcStatus.OK) throw new ScrapeError(`${path}: ${statusName(outcome.status)} ${outcome.message}`.trim());
     try {
-      return decodeGetLoads(outcome.body ?? Buffer.alloc(0), options.kvBlockSize, options.kvTotalBlocks);
+      return schedulerLoads(decode(outcome.body ?? Buffer.alloc(0)), options.kvBlockSize, options.kvTotalBlocks());
     } catch (err) {
       throw new ScrapeError(`${path}: undecodable GetLoadsResponse: ${(err as Error).message}`);
     }
@@ -65,6 +71,42 @@ export function getLoadsResponse(body: Buffer): GetLoadsResponseMessage {
 export function decodeGetLoads(body: Buffer, blockSize: number, kvTotalBlocks: number | undefined): { ranks: Map<number, ScrapedLoad>; problems: string[] } {
   const response = getLoadsResponse(body);
   return schedulerLoads(response.loads ?? [], blockSize, kvTotalBlocks);
+}
+
+/**
+ * SGLang's GetLoadResponse { json_info 1 }: a JSON array with one object per rank, named as
+ * SchedulerLoad's fields. A field that is not a finite number reads as 0 (SchedulerLoad's
+ * default), so schedulerLoads treats it as not reported; a non-array throws.
+ */
+export function sglangLoads(body: Buffer): SchedulerLoadMessage[] {
+  const r = protobuf.Reader.create(body);
+  let json: string | undefined;
+  while (r.pos < r.len) {
+    const tag = r.uint32();
+    if (tag === ((1 << 3) | 2)) json = r.string();
+    else r.skipType(tag & 7);
+  }
+  const parsed: unknown = JSON.parse(json ?? '');
+  if (!Array.isArray(parsed)) throw new Error('json_info is not a JSON array');
+  const num = (entry: Record<string, unknown>, key: string): number => {
+    const v = entry[key];
+    return typeof v === 'number' && Number.isFinite(v) ? v : 0;
+  };
+  return parsed
+    .filter((entry): entry is Record<string, unknown> => typeof entry === 'object' && entry !== null)
+    .map((entry) => ({
+      dp_rank: typeof entry['dp_rank'] === 'number' ? entry['dp_rank'] : -1,
+      num_running_reqs: num(entry, 'num_running_reqs'),
+      num_waiting_reqs: num(entry, 'num_waiting_reqs'),
+      num_total_reqs: num(entry, 'num_total_reqs'),
+      num_used_tokens: num(entry, 'num_used_tokens'),
+      max_total_num_tokens: num(entry, 'max_total_num_tokens'),
+      token_usage: num(entry, 'token_usage'),
+      gen_throughput: num(entry, 'gen_throughput'),
+      cache_hit_rate: num(entry, 'cache_hit_rate'),
+      utilization: num(entry, 'utilization'),
+      max_running_requests: num(entry, 'max_running_requests'),
+    }));
 }
 
 /** Per-rank ScrapedLoad from GetLoads entries; entries with a negative rank are skipped as problems. */

@@ -1,7 +1,7 @@
 /**
  * Load reporting, composed from one LoadConfig: the tracker, its sources (the engine's KV
- * load, Generate traffic accounting, static flags, the served model from the flag or the
- * engine's GetModelInfo), the two ways out (NATS publisher, WorkerLoad/Watch push on the
+ * load, Generate traffic accounting, static flags, and what the engine tells about itself:
+ * EngineDiscovery, for the model, KV geometry, batched tokens and dp size), the two ways out (NATS publisher, WorkerLoad/Watch push on the
  * ingress port) and their metrics. The proxy sees only the small surface below; none of it
  * ever waits on the network.
  *
@@ -13,8 +13,10 @@
  *   (getloads), or none (traffic). `auto` takes scrape when a metrics URL is known, else
  *   GetLoads, and GetLoads answered UNIMPLEMENTED leaves it at none. Two sources are never
  *   mixed, so two numbers for one field can never alternate (Dynamo issue 7753).
- * - kv_total_blocks falls back to --kv-total-blocks when the source gives none; kv_used_blocks
- *   is null whenever the source is stale or absent.
+ * - kv_total_blocks falls back to --kv-total-blocks when the source gives none, then to what
+ *   the engine told (EngineDiscovery); kv_used_blocks is null whenever the source is stale or absent.
+ * - Flags win over what the engine tells: --served-model-name, --kv-total-blocks,
+ *   --kv-block-size, --max-num-batched-tokens and --data-parallel-size, when given, are kept.
  */
 import { hostname } from 'node:os';
 import type { Registry } from 'prom-client';
@@ -28,7 +30,9 @@ import { getLoadsPath, getLoadsReader } from './engine-get-loads.js';
 import { mirrorCounter, registerLoadMetrics } from './load-metrics.js';
 import { LoadTracker, type AdmissionState } from './load-tracker.js';
 import { type LoadEvent } from '../../protocol/load-event.js';
-import { ModelInfoProbe, type ModelInfoEngine } from './model-info-probe.js';
+import { EngineDiscovery } from './engine-discovery.js';
+import type { QuestionedEngine } from './engine-question.js';
+import type { EngineFacts } from '../../protocol/engine/engine-facts.js';
 import { LoadPublisher, defaultWorkerId } from './publisher.js';
 import { loadSubject } from '../../protocol/load-event.js';
 import { TrafficAccounting } from './traffic-accounting.js';
@@ -39,8 +43,8 @@ export interface LoadReportingDeps {
   /** Its counts, and its limits (which may change live; `Infinity`: admission off). */
   readonly gate: AdmissionGate;
   readonly listenPort: number;
-  /** The engine connection, asked for the served model when --served-model-name is not given. */
-  readonly engine: ModelInfoEngine;
+  /** The engine connection, asked what the engine is (EngineDiscovery) and, with getloads, its load. */
+  readonly engine: QuestionedEngine;
   /** Scrape this when no --engine-metrics-url is given (the embedded engine in demo mode). */
   readonly defaultEngineMetricsUrl?: string | undefined;
   readonly registry: Registry;
@@ -60,7 +64,9 @@ export class LoadReporting {
   private readonly admissionState: AdmissionState = { engineRequest: 0, requestQueue: 0, limit: undefined, queueLimit: undefined, hasRoom: undefined };
   private readonly scraper: EngineScraper | undefined;
   private readonly publisher: LoadPublisher | undefined;
-  private readonly modelProbe: ModelInfoProbe | undefined;
+  /** What the engine tells about itself; others (the auto engine request limit) listen too. */
+  readonly discovery: EngineDiscovery;
+  private modelWarned = false;
   /** dynamo.sidecar.v1.WorkerLoad, for the ingress to answer. */
   readonly watchService: WorkerLoadService;
 
@@ -79,12 +85,13 @@ export class LoadReporting {
       model: config.servedModelName,
       predictTtftMs: deps.predictTtftMs,
     });
-    this.accounting = new TrafficAccounting(this.tracker, config.dataParallelSize, config.generateWire);
+    this.accounting = new TrafficAccounting(this.tracker, config.generateWire);
     this.syncAdmission();
 
     const metricsUrl = config.engineMetricsUrl ?? deps.defaultEngineMetricsUrl;
     const source = config.engineLoadSource;
-    this.kvSource = source === 'auto' ? (metricsUrl ? 'scrape' : 'getloads') : source;
+    const loadsPath = getLoadsPath(config.generateWire);
+    this.kvSource = source === 'auto' ? (metricsUrl ? 'scrape' : loadsPath ? 'getloads' : 'traffic') : source;
     const onUpdate = (): void => this.tracker.applyScrape(this.scraper!.ranks, this.scraper!.stale);
     if (this.kvSource === 'scrape' && metricsUrl) {
       this.scraper = new EngineScraper({
@@ -94,16 +101,16 @@ export class LoadReporting {
         logger: logger.child({ component: 'engine-scrape' }),
         onUpdate,
       });
-    } else if (this.kvSource === 'getloads') {
+    } else if (this.kvSource === 'getloads' && loadsPath) {
       const timeoutMs = defaultReadTimeoutMs(config.scrapeIntervalMs);
       this.scraper = new EngineScraper({
-        url: getLoadsPath(config.generateWire),
+        url: loadsPath,
         source: 'getloads',
         read: getLoadsReader({
           open: (headers) => deps.engine.request(headers),
           wire: config.generateWire,
           kvBlockSize: config.kvBlockSize,
-          kvTotalBlocks: config.kvTotalBlocks,
+          kvTotalBlocks: () => this.tracker.kvTotalBlocks,
           timeoutMs,
         }),
         intervalMs: config.scrapeIntervalMs,
@@ -133,14 +140,8 @@ export class LoadReporting {
           },
         );
     }
-    if (config.servedModelName === undefined) {
-      this.modelProbe = new ModelInfoProbe({
-        engine: deps.engine,
-        wire: config.generateWire,
-        onModel: (name) => this.tracker.setModel(name),
-        logger: logger.child({ component: 'model-info' }),
-      });
-    }
+    this.discovery = new EngineDiscovery({ engine: deps.engine, wire: config.generateWire, logger: logger.child({ component: 'engine-discovery' }) });
+    this.discovery.onFacts((facts, round) => this.learned(facts, round.complete));
     this.watchService = new WorkerLoadService({ source: this.tracker, heartbeatMs: config.loadHeartbeatMs });
     registerLoadMetrics(deps.registry, this.tracker, this.scraper, this.publisher, this.watchService);
     mirrorCounter(
@@ -174,7 +175,7 @@ export class LoadReporting {
   start(): void {
     this.scraper?.start();
     this.publisher?.start();
-    this.modelProbe?.start();
+    this.discovery.start();
   }
 
   /** The gate changed: keep the tracker's admission fields current (cheap; the publisher debounces). */
@@ -227,6 +228,29 @@ export class LoadReporting {
     this.watchService.publishNow();
   }
 
+  /**
+   * What the engine told applies where no flag says otherwise. SGLang's output ids are all ids
+   * so far unless it says it streams deltas: its default, and the safe reading (a delta read as a
+   * total only undercounts).
+   */
+  private learned(facts: Readonly<EngineFacts>, complete: boolean): void {
+    const { config } = this.deps;
+    if (config.servedModelName === undefined) {
+      if (facts.model !== undefined) this.tracker.setModel(facts.model);
+      else if (complete && !this.modelWarned) {
+        this.modelWarned = true;
+        this.deps.logger.warn('the engine did not tell its model: model unknown (null in load events); pass --served-model-name');
+      }
+    }
+    this.tracker.learn({
+      kvTotalBlocks: config.kvTotalBlocks === undefined ? facts.kvTotalBlocks : undefined,
+      kvBlockSize: config.setByOperator.kvBlockSize ? undefined : facts.kvBlockSize,
+      maxNumBatchedTokens: config.maxNumBatchedTokens === undefined ? facts.maxNumBatchedTokens : undefined,
+      dataParallelSize: config.setByOperator.dataParallelSize ? undefined : facts.dataParallelSize,
+    });
+    this.accounting.cumulativeOutputIds = facts.incrementalOutput !== true;
+  }
+
   /** The latest state, as served by GET /load; does not advance sequence numbers. */
   current(): LoadEvent[] {
     return this.tracker.peek();
@@ -234,7 +258,7 @@ export class LoadReporting {
 
   async close(): Promise<void> {
     this.scraper?.stop();
-    this.modelProbe?.stop();
+    this.discovery.stop();
     this.watchService.close();
     await this.publisher?.close();
   }

@@ -12,14 +12,17 @@
  * - kv_used_blocks: the engine scrape for that rank while it is fresh; null otherwise (a stale
  *   number is worse than none: consumers then fall back to active_decode_blocks).
  * - kv_total_blocks: the last scraped total for that rank (capacity does not change while
- *   stale), else the static --kv-total-blocks, else null.
- * - block size for the decode-block arithmetic: last scraped block size, else --kv-block-size
- *   (default DEFAULT_KV_BLOCK_SIZE).
+ *   stale), else the static --kv-total-blocks, else what the engine told (learn()), else null.
+ * - block size for the decode-block arithmetic: last scraped block size, else what the engine
+ *   told, else --kv-block-size (default DEFAULT_KV_BLOCK_SIZE). The caller passes learn() only
+ *   what no flag set (LoadReporting), so a flag wins over the engine's word.
+ * - the number of ranks: --data-parallel-size, or what the engine told (learn() grows or
+ *   shrinks them; calls still running on a dropped rank are no longer counted).
  * - active_prefill_tokens: sum of prompt tokens of calls in the engine that have not streamed
  *   any output yet. active_decode_blocks: sum over calls in the engine of
  *   ceil((prompt + output so far) / block size), output only with trackOutputBlocks.
  *   Both are traffic accounting only; the scrape never overrides them.
- * - max_num_batched_tokens: static config or null.
+ * - max_num_batched_tokens: static config, else what the engine told, else null.
  * - engine_request, request_queue, engine_request_limit, draining: whatever the proxy last told
  *   us; they describe the whole worker and are repeated in every rank's event.
  * - model, grpc_address, heartbeat_ms: who the worker is and how often it reports, the same in
@@ -60,6 +63,14 @@ export interface LoadTrackerConfig {
   now?: () => number;
   /** predicted_ttft_ms, read when an event is taken (undefined: not known yet). */
   predictTtftMs?: (() => number | undefined) | undefined;
+}
+
+/** What the engine told about itself (EngineDiscovery), where no flag says otherwise; undefined: not told. */
+export interface LearnedLoadFacts {
+  kvTotalBlocks: number | undefined;
+  kvBlockSize: number | undefined;
+  maxNumBatchedTokens: number | undefined;
+  dataParallelSize: number | undefined;
 }
 
 export interface AdmissionState {
@@ -104,8 +115,13 @@ interface Rank {
 }
 
 export class LoadTracker {
-  readonly dataParallelSize: number;
   private readonly config: LoadTrackerConfig;
+  private learnedFacts: Readonly<LearnedLoadFacts> = {
+    kvTotalBlocks: undefined,
+    kvBlockSize: undefined,
+    maxNumBatchedTokens: undefined,
+    dataParallelSize: undefined,
+  };
   private workerIdValue: number;
   private readonly now: () => number;
   private readonly ranks: Rank[];
@@ -122,13 +138,40 @@ export class LoadTracker {
   constructor(config: LoadTrackerConfig) {
     const size = config.dataParallelSize ?? DEFAULT_DATA_PARALLEL_SIZE;
     if (!Number.isInteger(size) || size < 1) throw new RangeError(`dataParallelSize must be a positive integer, got ${size}`);
-    this.dataParallelSize = size;
     this.config = config;
     this.workerIdValue = config.workerId;
     this.now = config.now ?? Date.now;
     this.model = config.model ?? null;
     this.grpcAddress = config.grpcAddress ?? '';
-    this.ranks = Array.from({ length: size }, () => ({ calls: new Set(), prefillTokens: 0, scraped: undefined, scrapeFresh: false, sequence: 0 }));
+    this.ranks = Array.from({ length: size }, newRank);
+  }
+
+  get dataParallelSize(): number {
+    return this.ranks.length;
+  }
+
+  /** kv_total_blocks when no scrape gives one: the flag, else what the engine told. */
+  get kvTotalBlocks(): number | undefined {
+    return this.config.kvTotalBlocks ?? this.learnedFacts.kvTotalBlocks;
+  }
+
+  /** What the engine told about itself; undefined fields are not known (or a flag set them). */
+  learn(facts: LearnedLoadFacts): void {
+    const before = this.learnedFacts;
+    if (
+      before.kvTotalBlocks === facts.kvTotalBlocks &&
+      before.kvBlockSize === facts.kvBlockSize &&
+      before.maxNumBatchedTokens === facts.maxNumBatchedTokens &&
+      before.dataParallelSize === facts.dataParallelSize
+    )
+      return;
+    this.learnedFacts = Object.freeze({ ...facts });
+    const size = facts.dataParallelSize ?? this.config.dataParallelSize ?? DEFAULT_DATA_PARALLEL_SIZE;
+    if (Number.isInteger(size) && size >= 1) {
+      while (this.ranks.length < size) this.ranks.push(newRank());
+      this.ranks.length = size;
+    }
+    this.changed();
   }
 
   /** Listener runs synchronously on every change; keep it cheap (e.g. schedule a debounce). */
@@ -270,8 +313,8 @@ export class LoadTracker {
       active_decode_blocks: decode,
       active_prefill_tokens: r.prefillTokens,
       kv_used_blocks: r.scrapeFresh ? (r.scraped?.kvUsedBlocks ?? null) : null,
-      kv_total_blocks: r.scraped?.kvTotalBlocks ?? this.config.kvTotalBlocks ?? null,
-      max_num_batched_tokens: this.config.maxNumBatchedTokens ?? null,
+      kv_total_blocks: r.scraped?.kvTotalBlocks ?? this.kvTotalBlocks ?? null,
+      max_num_batched_tokens: this.config.maxNumBatchedTokens ?? this.learnedFacts.maxNumBatchedTokens ?? null,
       engine_request: engineRequest,
       request_queue: requestQueue,
       engine_request_limit: limit ?? null,
@@ -287,7 +330,7 @@ export class LoadTracker {
   }
 
   private blockSize(r: Rank): number {
-    return r.scraped?.blockSize ?? this.config.kvBlockSize ?? DEFAULT_KV_BLOCK_SIZE;
+    return r.scraped?.blockSize ?? this.learnedFacts.kvBlockSize ?? this.config.kvBlockSize ?? DEFAULT_KV_BLOCK_SIZE;
   }
 
   private blocks(r: Rank, c: Call): number {
@@ -297,4 +340,8 @@ export class LoadTracker {
   private changed(): void {
     for (const l of this.listeners) l();
   }
+}
+
+function newRank(): Rank {
+  return { calls: new Set(), prefillTokens: 0, scraped: undefined, scrapeFresh: false, sequence: 0 };
 }

@@ -4,18 +4,25 @@
  * first and taps after, and anything that does not decode is counted and left alone: the call
  * itself is never touched.
  *
- * Which calls and how: only `/<engine service>/Generate` of the configured --generate-wire
- * layout (vllm, vllm-legacy or sglang; never guessed from the bytes), decoded with that layout.
+ * Which calls and how: only the Generate RPCs of the configured --generate-wire protocol
+ * (ENGINE_PATHS; never guessed from the bytes), decoded with its layout.
  *
- * A call's dp rank, in this order: the rank the request itself pins (vLLM
- * `data_parallel_rank` 9, SGLang 16), since that is what the engine obeys; else the
+ * A call's dp rank, in this order: the rank the request itself pins (SMG's vLLM
+ * `data_parallel_rank` 9, SMG's SGLang 16, SGLang's `routed_dp_rank` 10), since that is what the
+ * engine obeys; else the
  * `x-data-parallel-rank` header (Dynamo's sidecars), else our older `x-dynamo-dp-rank`; else 0.
  * A rank that is not one of this worker's ranks (header or field) counts in
  * `invalidRanks` and the call goes on rank 0.
  */
 import type { IncomingHttpHeaders } from 'node:http2';
 import type { TrafficTap } from '../proxy/call-context.js';
-import { decodeGenerateRequest, decodeGenerateResponse, enginePath, type GenerateRequestInfo, type GenerateWire } from '../../protocol/engine/generate-wire.js';
+import {
+  ENGINE_PATHS,
+  decodeGenerateRequest,
+  decodeGenerateResponse,
+  type GenerateRequestInfo,
+  type GenerateWire,
+} from '../../protocol/engine/generate-wire.js';
 import { GrpcFrameReader } from '../../protocol/grpc/grpc-frames.js';
 import { parseDpRankHeader, type CallLoad, type LoadTracker } from './load-tracker.js';
 import { DP_RANK_HEADER, LEGACY_DP_RANK_HEADER } from '../../protocol/load-event.js';
@@ -28,21 +35,24 @@ export class TrafficAccounting {
   /** Output tokens seen on all Generate calls, for tokens/s. */
   outputTokens = 0;
 
-  private readonly generatePath: string;
+  /** sglang-native: output_ids are all ids so far (SGLang's default), not deltas; set from what the engine tells. */
+  cumulativeOutputIds = true;
+
+  private readonly generatePaths: readonly string[];
 
   constructor(
     private readonly tracker: LoadTracker,
-    private readonly dataParallelSize: number,
     readonly wire: GenerateWire,
   ) {
-    this.generatePath = enginePath(wire, 'Generate');
+    this.generatePaths = ENGINE_PATHS[wire].generate;
   }
 
   /** A tap for the engine's Generate calls; undefined (no cost) for every other method. */
   tap(headers: IncomingHttpHeaders): TrafficTap | undefined {
-    if (headers[':path'] !== this.generatePath) return undefined;
+    const path = headers[':path'];
+    if (path === undefined || !this.generatePaths.includes(path)) return undefined;
     const header = headers[DP_RANK_HEADER] ?? headers[LEGACY_DP_RANK_HEADER];
-    const { rank, valid } = parseDpRankHeader(header, this.dataParallelSize);
+    const { rank, valid } = parseDpRankHeader(header, this.tracker.dataParallelSize);
     // An invalid header is counted only if the request does not pin a rank itself (startCall).
     return new GenerateCallTap(this, rank, valid);
   }
@@ -52,7 +62,7 @@ export class TrafficAccounting {
     let rank = headerRank;
     let valid = headerValid;
     if (info.dataParallelRank !== undefined) {
-      valid = info.dataParallelRank < this.dataParallelSize;
+      valid = info.dataParallelRank < this.tracker.dataParallelSize;
       rank = valid ? info.dataParallelRank : 0;
     }
     if (!valid) this.invalidRanks++;
@@ -92,15 +102,14 @@ class GenerateCallTap implements TrafficTap {
   response(chunk: Buffer): void {
     if (!this.load || this.ended) return;
     for (const frame of this.responseFrames!.push(chunk)) {
-      const info = frame.kind === 'message' ? decodeGenerateResponse(frame.payload, this.accounting.wire) : undefined;
+      const info = frame.kind === 'message' ? decodeGenerateResponse(frame.payload, this.accounting.wire, this.accounting) : undefined;
       if (!info) {
         this.accounting.unparsedMessages++;
         continue;
       }
       if (info.kind !== 'chunk' && info.kind !== 'complete') continue;
-      // Engines report a running completion_tokens; without it, chunks carry new tokens and
-      // `complete` carries all output ids.
-      const total = info.completionTokens ?? (info.kind === 'complete' ? info.tokens : this.outputSoFar + info.tokens);
+      // The engine's running total wins; else the message's tokens are the output so far, or new ones.
+      const total = info.completionTokens ?? (info.cumulative ? info.tokens : this.outputSoFar + info.tokens);
       if (total > this.outputSoFar) {
         this.accounting.outputTokens += total - this.outputSoFar;
         this.outputSoFar = total;

@@ -120,8 +120,20 @@ describe('parseSidecarConfig: --generate-wire and --engine-load-source', () => {
   });
 
   it('refuses an unknown layout or source, naming the flag or the variable', () => {
-    expect(problems({ generateWire: 'vllm2' })).toEqual(['--generate-wire must be one of vllm, vllm-legacy, sglang, got "vllm2"']);
+    expect(problems({ generateWire: 'vllm2' })).toEqual(['--generate-wire must be one of vllm, vllm-legacy, sglang, vllm-native, sglang-native, got "vllm2"']);
     expect(problems({}, { DYN_ENGINE_LOAD_SOURCE: 'nats' })).toEqual(['DYN_ENGINE_LOAD_SOURCE must be one of scrape, getloads, traffic, auto, got "nats"']);
+  });
+
+  it("getloads needs a protocol with a load RPC (vLLM's own has none); the engine's word never overrides a flag", () => {
+    expect(problems({ engineLoadSource: 'getloads', generateWire: 'vllm-native' })).toEqual([
+      '--engine-load-source: getloads needs a load RPC, and vllm-native (--generate-wire or DYN_GENERATE_WIRE) has none; use scrape or traffic',
+    ]);
+    expect(problems({ engineLoadSource: 'getloads', generateWire: 'sglang-native' })).toEqual([]);
+    expect(parseSidecarConfig({}, {}).load.setByOperator).toEqual({ kvBlockSize: false, dataParallelSize: false });
+    expect(parseSidecarConfig({ kvBlockSize: '16' }, { DYN_DATA_PARALLEL_SIZE: '1' }).load.setByOperator).toEqual({
+      kvBlockSize: true,
+      dataParallelSize: true,
+    });
   });
 
   it('scrape needs a metrics URL (except on the embedded engine), and a metrics URL with a source that does not scrape is refused', () => {

@@ -4,7 +4,7 @@
 // the load event then knows must be what the table says.
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { enginePath, type GenerateWire } from '../../../../src/protocol/engine/generate-wire.js';
+import { ENGINE_PATHS, type GenerateWire } from '../../../../src/protocol/engine/generate-wire.js';
 import { frameMessage } from '../../../../src/protocol/grpc/framing.js';
 import type { EngineMetricsFormat } from '../../../../src/protocol/engine/metrics-formats.js';
 import { decodeGetLoads } from '../../../../src/sidecar/load/engine-get-loads.js';
@@ -26,10 +26,10 @@ interface Engine {
 const fixture = (name: string): string => readFileSync(new URL(`../../../fixtures/engine-metrics/${name}`, import.meta.url), 'utf8');
 
 const ENGINES: Readonly<Record<string, Engine>> = {
-  'vLLM current': { metrics: 'vllm.txt', format: 'vllm', getLoads: GET_LOADS_VLLM, generatePath: enginePath('vllm', 'Generate'), wire: 'vllm' },
+  'vLLM current': { metrics: 'vllm.txt', format: 'vllm', getLoads: GET_LOADS_VLLM, generatePath: ENGINE_PATHS['vllm'].generate[0]!, wire: 'vllm' },
   // GetLoads arrived in SMG's vLLM servicer (2026-06) after the layout change (2026-01).
-  'vLLM legacy': { metrics: 'vllm.txt', format: 'vllm', getLoads: undefined, generatePath: enginePath('vllm-legacy', 'Generate'), wire: 'vllm-legacy' },
-  SGLang: { metrics: 'sglang.txt', format: 'sglang', getLoads: GET_LOADS_SGLANG, generatePath: enginePath('sglang', 'Generate'), wire: 'sglang' },
+  'vLLM legacy': { metrics: 'vllm.txt', format: 'vllm', getLoads: undefined, generatePath: ENGINE_PATHS['vllm-legacy'].generate[0]!, wire: 'vllm-legacy' },
+  SGLang: { metrics: 'sglang.txt', format: 'sglang', getLoads: GET_LOADS_SGLANG, generatePath: ENGINE_PATHS['sglang'].generate[0]!, wire: 'sglang' },
   'TensorRT-LLM via Triton': {
     metrics: 'trtllm-triton.txt',
     format: 'trtllm-triton',
@@ -56,7 +56,7 @@ function kvKnown(engine: Engine, source: string, kvTotalBlocks: number | undefin
 function prefillKnown(engine: Engine): boolean {
   const tracker = new LoadTracker({ workerId: 1, kvBlockSize: BLOCK_SIZE });
   // A sidecar told nothing about a TensorRT-LLM engine runs with the default layout.
-  const accounting = new TrafficAccounting(tracker, 1, engine.wire ?? 'vllm');
+  const accounting = new TrafficAccounting(tracker, engine.wire ?? 'vllm');
   const tap = accounting.tap({ ':path': engine.generatePath });
   tap?.request(frameMessage(generateRequestBytes(engine.wire ?? 'vllm', 40)));
   return tracker.peek()[0]!.active_prefill_tokens === 40;

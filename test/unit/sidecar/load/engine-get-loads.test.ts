@@ -100,7 +100,7 @@ describe('schedulerLoads', () => {
 
 describe('getLoadsReader', () => {
   const readerFor = (session: ClientHttp2Session, wire: 'vllm' | 'sglang', kvTotalBlocks?: number) =>
-    getLoadsReader({ open: (headers) => session.request(headers), wire, kvBlockSize: 16, kvTotalBlocks, timeoutMs: 2000 });
+    getLoadsReader({ open: (headers) => session.request(headers), wire, kvBlockSize: 16, kvTotalBlocks: () => kvTotalBlocks, timeoutMs: 2000 });
 
   it("reads SGLang's per-rank token counts from hand-encoded bytes, skipping the fields vLLM lacks", async () => {
     const engine = await fakeEngine(() => ({ body: GET_LOADS_SGLANG }));

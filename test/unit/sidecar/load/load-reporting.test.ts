@@ -5,14 +5,14 @@ import { describe, expect, it } from 'vitest';
 import type { AdmissionGate } from '../../../../src/sidecar/admission/gate.js';
 import { parseSidecarConfig, type LoadConfig } from '../../../../src/sidecar/config/sidecar-config.js';
 import { LoadReporting } from '../../../../src/sidecar/load/load-reporting.js';
-import type { ModelInfoEngine } from '../../../../src/sidecar/load/model-info-probe.js';
+import type { QuestionedEngine } from '../../../../src/sidecar/load/engine-question.js';
 import { defaultWorkerId } from '../../../../src/sidecar/load/publisher.js';
 import { recordingLogger } from '../../../support/recording-logger.js';
 
 const DEFAULTS: LoadConfig = parseSidecarConfig({}, {}).load;
 
 /** Never asked in these tests: nothing is started. */
-const engine: ModelInfoEngine = {
+const engine: QuestionedEngine = {
   request: () => {
     throw new Error('the engine is not asked before start()');
   },

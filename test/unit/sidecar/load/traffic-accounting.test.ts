@@ -6,6 +6,7 @@ import { LoadTracker } from '../../../../src/sidecar/load/load-tracker.js';
 import { TrafficAccounting } from '../../../../src/sidecar/load/traffic-accounting.js';
 import { PROTO_DIR } from '../../../../src/protocol/proto-path.js';
 import type { GenerateWire } from '../../../../src/protocol/engine/generate-wire.js';
+import { bytes, generateRequestBytes, msg, num, packed, tokenIds } from '../../../support/proto-bytes.js';
 
 const vllm = loadSync(join(PROTO_DIR, 'vllm/vllm_engine.proto'), { keepCase: true, oneofs: true });
 const type = (name: string): MessageTypeDefinition<object, object> => vllm[`vllm.grpc.engine.${name}`] as MessageTypeDefinition<object, object>;
@@ -28,7 +29,7 @@ const chunk = (tokens: number, completion: number): Buffer =>
 
 function setup(wire: GenerateWire = 'vllm'): { tracker: LoadTracker; accounting: TrafficAccounting } {
   const tracker = new LoadTracker({ workerId: 1, dataParallelSize: 2, kvBlockSize: 16, trackOutputBlocks: true });
-  return { tracker, accounting: new TrafficAccounting(tracker, 2, wire) };
+  return { tracker, accounting: new TrafficAccounting(tracker, wire) };
 }
 
 describe('TrafficAccounting', () => {
@@ -112,5 +113,51 @@ describe('TrafficAccounting', () => {
     expect(accounting.unparsedMessages).toBe(1);
     expect(tracker.peek()[0]).toMatchObject({ active_prefill_tokens: 0, active_decode_blocks: 0 });
     expect(accounting.outputTokens).toBe(0);
+  });
+
+  it("counts vLLM's own stream (GenerateStream and Generate): prompt_info alone is no output, num_tokens are deltas, finish_info's total wins", () => {
+    const { tracker, accounting } = setup('vllm-native');
+    expect(accounting.tap({ ':path': '/vllm.Control/GetServerInfo' })).toBeUndefined();
+    const tap = accounting.tap({ ':path': '/vllm.Inference/GenerateStream', 'x-data-parallel-rank': '1' })!;
+    tap.request(frameMessage(generateRequestBytes('vllm-native', 32)));
+    tap.response(frameMessage(msg(bytes(1, num(1, 32)))));
+    expect(tracker.peek()[1]).toMatchObject({ active_prefill_tokens: 32 }); // still prefill: no token yet
+    for (let i = 0; i < 4; i++) tap.response(frameMessage(msg(bytes(2, [...num(3, 2), ...packed(4, tokenIds(2))]))));
+    tap.response(frameMessage(msg(bytes(2, [...num(3, 1), ...bytes(8, [...num(1, 9), ...num(2, 1)])]))));
+    expect(accounting.outputTokens).toBe(9);
+    expect(tracker.peek()[1]).toMatchObject({ active_prefill_tokens: 0, active_decode_blocks: 3 }); // ceil((32 + 9) / 16)
+    const unary = accounting.tap({ ':path': '/vllm.Inference/Generate' })!;
+    unary.request(frameMessage(generateRequestBytes('vllm-native', 8)));
+    unary.response(frameMessage(msg(bytes(1, num(1, 8)), bytes(2, [...num(3, 5), ...bytes(8, [...num(1, 5), ...num(2, 1)])]))));
+    expect(accounting.outputTokens).toBe(14);
+  });
+
+  it("counts SGLang's own output_ids as deltas or as all ids so far, as the engine says it streams", () => {
+    const { accounting } = setup('sglang-native');
+    const path = { ':path': '/sglang.runtime.v1.SglangService/Generate' };
+    const run = (messages: number[][]): void => {
+      const tap = accounting.tap(path)!;
+      tap.request(frameMessage(generateRequestBytes('sglang-native', 4)));
+      messages.forEach((ids, i) => tap.response(frameMessage(msg(packed(1, ids), ...(i === messages.length - 1 ? [num(3, 1)] : [])))));
+      tap.end();
+    };
+    // SGLang's default: every message holds all ids so far, the last one too.
+    run([tokenIds(1), tokenIds(2), tokenIds(3), tokenIds(3)]);
+    expect(accounting.outputTokens).toBe(3);
+    // --incremental-streaming-output (told by GetServerInfo): each message holds new ids.
+    accounting.cumulativeOutputIds = false;
+    run([tokenIds(1), tokenIds(1), tokenIds(1), tokenIds(2)]);
+    expect(accounting.outputTokens).toBe(8);
+  });
+
+  it('follows a dp size the engine told (LoadTracker.learn): a rank beyond the configured size becomes valid', () => {
+    const tracker = new LoadTracker({ workerId: 1, kvBlockSize: 16 });
+    const accounting = new TrafficAccounting(tracker, 'vllm');
+    accounting.tap({ ...GENERATE, 'x-data-parallel-rank': '2' })!.request(request(5));
+    expect(accounting.invalidRanks).toBe(1);
+    tracker.learn({ kvTotalBlocks: undefined, kvBlockSize: undefined, maxNumBatchedTokens: undefined, dataParallelSize: 4 });
+    accounting.tap({ ...GENERATE, 'x-data-parallel-rank': '2' })!.request(request(5));
+    expect(accounting.invalidRanks).toBe(1);
+    expect(tracker.peek().map((e) => e.active_prefill_tokens)).toEqual([5, 0, 5, 0]);
   });
 });

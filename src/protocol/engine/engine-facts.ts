@@ -1,0 +1,214 @@
+/**
+ * What an engine tells about itself, per protocol: the RPCs to ask and how each answer reads as
+ * {@link EngineFacts}. Asked by the sidecar's EngineDiscovery at start and after every reconnect.
+ *
+ *   for (const q of factQuestions('vllm-native')) ... q.read(answerBytes) -> EngineFacts (throws on bytes that are not one)
+ *
+ * Per protocol (docs/wire-facts.md, "Engine protocols"; field numbers there):
+ * - vllm, vllm-legacy, sglang (SMG): GetModelInfo (served_model_name 6, else model_path 1; the
+ *   simulated engine's extensions 100-103 give the KV geometry and max_num_seqs) and GetLoads
+ *   (max_running_requests 11 per rank, summed; the rank count).
+ * - vllm-native: Control/GetServerInfo (max_model_len 5, kv_block_size 6, total_kv_blocks 7 summed
+ *   over the dp engines, so divided by the dp size as Dynamo does; max_running_requests 8 and
+ *   max_batched_tokens 9 per engine; parallelism 4 {data_parallel_size 3, data_parallel_rank 4,
+ *   the first rank}) and Control/GetModelInfo (served_model_name 2, else model_id 1).
+ * - sglang-native: GetServerInfo, whose json_info 1 is JSON (page_size; max_total_num_tokens per
+ *   rank, in tokens; max_running_requests for the whole server; max_prefill_tokens; dp_size, a
+ *   rank count only with enable_dp_attention, as Dynamo reads it; context_length;
+ *   served_model_name or model_path; incremental_streaming_output).
+ * Values that are not positive integers (0, negative, text, absent) leave the fact unknown.
+ */
+import protobuf from 'protobufjs/minimal.js';
+import { vllmEngineMessage, type GetLoadsResponseMessage } from './engine-proto.js';
+import { ENGINE_PATHS, type GenerateWire } from './generate-wire.js';
+
+export interface EngineFacts {
+  model?: string;
+  /** Tokens per KV block. */
+  kvBlockSize?: number;
+  /** KV blocks per dp rank. */
+  kvTotalBlocks?: number;
+  /** Calls the engine runs at once, summed over the worker's dp ranks (max_num_seqs x ranks). */
+  maxRunningRequests?: number;
+  maxNumBatchedTokens?: number;
+  dataParallelSize?: number;
+  /** The first dp rank this engine hosts (vLLM's multi-node data parallelism). */
+  dataParallelStartRank?: number;
+  maxModelLen?: number;
+  /** sglang-native: output_ids are deltas (--incremental-streaming-output) rather than all ids so far. */
+  incrementalOutput?: boolean;
+}
+
+export interface FactQuestion {
+  readonly path: string;
+  /** For logs: "the engine does not implement {rpc}". */
+  readonly rpc: string;
+  /** The answer's bytes as facts; throws on bytes that are not this answer. */
+  read(body: Buffer): EngineFacts;
+}
+
+export const FACT_NAMES = [
+  'model',
+  'kvBlockSize',
+  'kvTotalBlocks',
+  'maxRunningRequests',
+  'maxNumBatchedTokens',
+  'dataParallelSize',
+  'dataParallelStartRank',
+  'maxModelLen',
+  'incrementalOutput',
+] as const satisfies readonly (keyof EngineFacts)[];
+
+export function factQuestions(wire: GenerateWire): readonly FactQuestion[] {
+  const paths = ENGINE_PATHS[wire];
+  switch (wire) {
+    case 'vllm':
+    case 'vllm-legacy':
+    case 'sglang':
+      return [
+        { path: paths.modelInfo, rpc: 'GetModelInfo', read: readSmgModelInfo },
+        { path: paths.loads!, rpc: 'GetLoads', read: readSmgLoads },
+      ];
+    case 'vllm-native':
+      return [
+        { path: paths.serverInfo!, rpc: 'Control/GetServerInfo', read: readVllmServerInfo },
+        { path: paths.modelInfo, rpc: 'Control/GetModelInfo', read: readVllmModelInfo },
+      ];
+    case 'sglang-native':
+      return [{ path: paths.serverInfo!, rpc: 'GetServerInfo', read: readSglangServerInfo }];
+  }
+}
+
+/** A positive safe integer, else undefined (hostile or absent values are unknown, never 0). */
+function positive(value: unknown): number | undefined {
+  const n = typeof value === 'string' && /^\d{1,15}$/.test(value) ? Number(value) : value;
+  return typeof n === 'number' && Number.isSafeInteger(n) && n > 0 ? n : undefined;
+}
+
+function nonNegative(value: unknown): number | undefined {
+  return value === 0 || value === '0' ? 0 : positive(value);
+}
+
+function name(...candidates: unknown[]): string | undefined {
+  for (const c of candidates) if (typeof c === 'string' && c.trim() !== '') return c.trim();
+  return undefined;
+}
+
+/** Drops unknown facts, so merging never overwrites a known one with undefined. */
+function known(facts: { [K in keyof EngineFacts]: EngineFacts[K] | undefined }): EngineFacts {
+  const out: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(facts)) if (v !== undefined) out[k] = v;
+  return out as EngineFacts;
+}
+
+interface SmgModelInfo {
+  model_path?: string;
+  served_model_name?: string;
+  max_context_length?: number;
+  num_gpu_blocks?: number;
+  block_size?: number;
+  max_num_batched_tokens?: number;
+}
+
+function readSmgModelInfo(body: Buffer): EngineFacts {
+  const info = vllmEngineMessage<SmgModelInfo>('GetModelInfoResponse').deserialize(body);
+  return known({
+    model: name(info.served_model_name, info.model_path),
+    maxModelLen: positive(info.max_context_length),
+    kvTotalBlocks: positive(info.num_gpu_blocks),
+    kvBlockSize: positive(info.block_size),
+    maxNumBatchedTokens: positive(info.max_num_batched_tokens),
+  });
+}
+
+function readSmgLoads(body: Buffer): EngineFacts {
+  const response = vllmEngineMessage<GetLoadsResponseMessage>('GetLoadsResponse').deserialize(body);
+  let total = 0;
+  let reporting = 0;
+  for (const load of response.loads ?? []) {
+    const max = positive(load.max_running_requests);
+    if (max === undefined) continue;
+    total += max;
+    reporting++;
+  }
+  return known({
+    maxRunningRequests: reporting > 0 ? total : undefined,
+    dataParallelSize: positive(response.dp_rank_count),
+  });
+}
+
+type Fields = Map<number, number | Uint8Array>;
+
+/** A message's fields as `field -> value` (varints as numbers, length-delimited as their bytes); the last one wins. */
+function fields(bytes: Uint8Array): Fields {
+  const r = protobuf.Reader.create(bytes);
+  const out: Fields = new Map();
+  while (r.pos < r.len) {
+    const tag = r.uint32();
+    const field = tag >>> 3;
+    if (field === 0) throw new Error('field number 0');
+    const type = tag & 7;
+    if (type === 0) out.set(field, Number(r.uint64()));
+    else if (type === 2) out.set(field, r.bytes());
+    else r.skipType(type);
+  }
+  return out;
+}
+
+function varint(map: Fields, field: number): number | undefined {
+  const v = map.get(field);
+  return typeof v === 'number' ? v : undefined;
+}
+
+function text(map: Fields, field: number): string | undefined {
+  const v = map.get(field);
+  return v === undefined || typeof v === 'number' ? undefined : Buffer.from(v.buffer, v.byteOffset, v.byteLength).toString('utf8');
+}
+
+function readVllmServerInfo(body: Buffer): EngineFacts {
+  const info = fields(body);
+  const parallelismBytes = info.get(4);
+  const parallelism: Fields = parallelismBytes === undefined || typeof parallelismBytes === 'number' ? new Map() : fields(parallelismBytes);
+  const dp = positive(varint(parallelism, 3)) ?? 1;
+  const totalBlocks = positive(varint(info, 7));
+  const maxRunning = positive(varint(info, 8));
+  return known({
+    maxModelLen: positive(varint(info, 5)),
+    kvBlockSize: positive(varint(info, 6)),
+    // Summed over the dp engines the server hosts; a load event is per rank.
+    kvTotalBlocks: totalBlocks === undefined ? undefined : Math.max(1, Math.floor(totalBlocks / dp)),
+    maxRunningRequests: maxRunning === undefined ? undefined : maxRunning * dp,
+    maxNumBatchedTokens: positive(varint(info, 9)),
+    dataParallelSize: positive(varint(parallelism, 3)),
+    dataParallelStartRank: nonNegative(varint(parallelism, 4)),
+  });
+}
+
+function readVllmModelInfo(body: Buffer): EngineFacts {
+  const info = fields(body);
+  return known({ model: name(text(info, 2), text(info, 1)) });
+}
+
+function readSglangServerInfo(body: Buffer): EngineFacts {
+  const json = text(fields(body), 1);
+  if (json === undefined) throw new Error('GetServerInfoResponse without json_info');
+  const parsed: unknown = JSON.parse(json);
+  if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) throw new Error('json_info is not a JSON object');
+  const info = parsed as Record<string, unknown>;
+  const pageSize = positive(info['page_size']) ?? 1;
+  const maxTotalTokens = positive(info['max_total_num_tokens']);
+  const dpAttention = info['enable_dp_attention'] === true;
+  const dpSize = positive(info['dp_size']);
+  const incremental = info['incremental_streaming_output'];
+  return known({
+    model: name(info['served_model_name'], info['model_path']),
+    kvBlockSize: positive(info['page_size']),
+    kvTotalBlocks: maxTotalTokens === undefined ? undefined : Math.ceil(maxTotalTokens / pageSize),
+    maxRunningRequests: positive(info['max_running_requests']),
+    maxNumBatchedTokens: positive(info['max_prefill_tokens']) ?? maxTotalTokens,
+    // Without dp attention SGLang's ranks are not addressable one by one (Dynamo reads it the same way).
+    dataParallelSize: dpAttention ? dpSize : dpSize === undefined ? undefined : 1,
+    maxModelLen: positive(info['context_length']),
+    incrementalOutput: typeof incremental === 'boolean' ? incremental : undefined,
+  });
+}
