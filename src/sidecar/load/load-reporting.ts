@@ -146,6 +146,12 @@ export class LoadReporting {
     registerLoadMetrics(deps.registry, this.tracker, this.scraper, this.publisher, this.watchService);
     mirrorCounter(
       deps.registry,
+      'dynamo_sidecar_generate_output_tokens_total',
+      "Output tokens the traffic accounting counted on the engine's Generate calls (as the engine reports them: new ids, or its running total).",
+      () => this.accounting.outputTokens,
+    );
+    mirrorCounter(
+      deps.registry,
       'dynamo_sidecar_generate_unparsed_messages_total',
       'Generate messages the traffic accounting could not decode (compressed, oversized, malformed); the calls were forwarded untouched.',
       () => this.accounting.unparsedMessages,

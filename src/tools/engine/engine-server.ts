@@ -1,6 +1,6 @@
 /**
- * grpc-js wiring of the simulated engine: vllm.grpc.engine.VllmEngine and grpc.health.v1.Health
- * on one server. Generate calls are handed to the {@link EngineCore} (schedulers per dp rank,
+ * grpc-js wiring of the simulated engine: the --protocol's services (wire-protocols.ts) and
+ * grpc.health.v1.Health on one server. Generate calls are handed to the {@link EngineCore} (schedulers per dp rank,
  * calls by request id); this file only maps messages, metadata, deadlines, cancels and statuses.
  * Failures are gRPC statuses, as in vLLM's servicer: a response is only ever a chunk or a complete.
  */
@@ -8,13 +8,11 @@ import * as grpc from '@grpc/grpc-js';
 import { GrpcStatus } from '../../protocol/grpc/status.js';
 import type { EngineOptions } from './options.js';
 import { effectiveMaxModelLen } from './options.js';
-import type { GenerateRequestMessage, GenerateResponseMessage, GetLoadsResponseMessage } from '../../protocol/engine/engine-proto.js';
-import { VLLM_ENGINE_SERVICE } from '../../protocol/engine/engine-proto.js';
-import { healthService, vllmEngineService } from '../../protocol/engine/engine-services.js';
+import type { GenerateRequestMessage, GetLoadsResponseMessage } from '../../protocol/engine/engine-proto.js';
+import { healthService } from '../../protocol/engine/engine-services.js';
 import { DP_RANK_METADATA, InvalidRequestError } from './request.js';
 import type { EngineCore, GenerateCall, GenerateSink } from './engine-core.js';
-
-type GrpcGenerateCall = grpc.ServerWritableStream<GenerateRequestMessage, GenerateResponseMessage>;
+import { protocolServices, type EngineCapacityView, type ProtocolHost } from './wire-protocols.js';
 
 interface GetLoadsRequestMessage {
   dp_rank?: number | null;
@@ -35,45 +33,39 @@ export interface EngineServerDeps {
   readonly now?: () => number;
 }
 
-export class EngineServer {
+export class EngineServer implements ProtocolHost {
   private readonly server = new grpc.Server();
   private readonly watchers = new Set<grpc.ServerWritableStream<{ service: string }, unknown>>();
   private readonly now: () => number;
   private readonly startedAt: number;
+  private readonly healthNames: readonly string[];
   private lastReceiveMs = 0;
   private serving = true;
+  readonly capacity: EngineCapacityView;
 
   constructor(private readonly deps: EngineServerDeps) {
     this.now = deps.now ?? Date.now;
     this.startedAt = this.now();
-    this.server.addService(vllmEngineService().service, {
-      Generate: (call: GrpcGenerateCall) => this.generate(call),
-      HealthCheck: this.unary(() => ({ healthy: this.serving, message: this.serving ? 'ok' : 'shutting down' })),
-      Abort: (call: grpc.ServerUnaryCall<{ request_ids?: string[] }, unknown>, callback: grpc.sendUnaryData<unknown>) => {
-        this.deps.core.abort(call.request.request_ids ?? []);
-        callback(null, {});
-      },
-      GetModelInfo: this.unary(() => this.modelInfo()),
-      GetServerInfo: this.unary(() => this.serverInfo()),
-      GetLoads: (call: grpc.ServerUnaryCall<GetLoadsRequestMessage, GetLoadsResponseMessage>, callback: grpc.sendUnaryData<GetLoadsResponseMessage>) => {
-        let loads;
-        try {
-          loads = this.deps.core.loads(call.request.dp_rank);
-        } catch (error) {
-          if (!(error instanceof InvalidRequestError)) throw error;
-          callback({ code: grpcCode(GrpcStatus.INVALID_ARGUMENT), details: error.message });
-          return;
-        }
-        callback(null, { timestamp: new Date(this.now()).toISOString(), version: LOADS_VERSION, dp_rank_count: this.deps.core.ranks.length, loads });
-      },
-    });
+    const o = deps.options;
+    this.capacity = {
+      modelName: o.modelName,
+      dataParallelSize: o.dataParallelSize,
+      numGpuBlocks: o.numGpuBlocks,
+      blockSize: o.blockSize,
+      maxNumSeqs: o.maxNumSeqs,
+      maxNumBatchedTokens: o.maxNumBatchedTokens,
+      maxModelLen: effectiveMaxModelLen(o),
+    };
+    const protocol = protocolServices(o.protocol, this);
+    for (const { definition, handlers } of protocol.services) this.server.addService(definition, handlers);
+    this.healthNames = protocol.healthNames;
     this.server.addService(healthService().service, {
       Check: (call: grpc.ServerUnaryCall<{ service: string }, unknown>, callback: grpc.sendUnaryData<unknown>) => {
         const status = this.healthStatus(call.request.service);
         if (status === undefined) callback({ code: grpcCode(GrpcStatus.NOT_FOUND), details: `unknown service '${call.request.service}'` });
         else callback(null, { status });
       },
-      List: this.unary(() => ({ statuses: { '': { status: this.healthStatus('') }, [VLLM_ENGINE_SERVICE]: { status: this.healthStatus('') } } })),
+      List: this.unary(() => ({ statuses: Object.fromEntries(['', ...this.healthNames].map((name) => [name, { status: this.healthStatus('') }])) })),
       // The status changes only at shutdown, which ends the stream: one message, then wait.
       Watch: (call: grpc.ServerWritableStream<{ service: string }, unknown>) => {
         this.watchers.add(call);
@@ -81,6 +73,40 @@ export class EngineServer {
         call.write({ status: this.healthStatus(call.request.service) ?? 'SERVICE_UNKNOWN' });
       },
     });
+  }
+
+  get healthy(): boolean {
+    return this.serving;
+  }
+
+  get sglangOutput(): EngineOptions['sglangOutput'] {
+    return this.deps.options.sglangOutput;
+  }
+
+  abort(requestIds: readonly string[]): void {
+    this.deps.core.abort(requestIds);
+  }
+
+  loadsOf(rank: number | null | undefined): readonly Record<string, unknown>[] {
+    return this.deps.core.loads(rank) as unknown as readonly Record<string, unknown>[];
+  }
+
+  getLoads(call: grpc.ServerUnaryCall<GetLoadsRequestMessage, unknown>, callback: grpc.sendUnaryData<unknown>): void {
+    let loads;
+    try {
+      loads = this.deps.core.loads(call.request.dp_rank);
+    } catch (error) {
+      if (!(error instanceof InvalidRequestError)) throw error;
+      callback({ code: grpcCode(GrpcStatus.INVALID_ARGUMENT), details: error.message });
+      return;
+    }
+    const response: GetLoadsResponseMessage = {
+      timestamp: new Date(this.now()).toISOString(),
+      version: LOADS_VERSION,
+      dp_rank_count: this.deps.core.ranks.length,
+      loads,
+    };
+    callback(null, response);
   }
 
   /** Binds host:port (0 = free port) and returns the bound port. */
@@ -119,11 +145,11 @@ export class EngineServer {
   }
 
   private healthStatus(service: string): string | undefined {
-    if (service !== '' && service !== VLLM_ENGINE_SERVICE) return undefined;
+    if (service !== '' && !this.healthNames.includes(service)) return undefined;
     return this.serving ? 'SERVING' : 'NOT_SERVING';
   }
 
-  private modelInfo(): Record<string, unknown> {
+  modelInfo(): Record<string, unknown> {
     const o = this.deps.options;
     return {
       model_path: o.modelName,
@@ -138,7 +164,7 @@ export class EngineServer {
     };
   }
 
-  private serverInfo(): Record<string, unknown> {
+  serverInfo(): Record<string, unknown> {
     return {
       active_requests: this.deps.core.activeCalls,
       is_paused: false,
@@ -150,30 +176,29 @@ export class EngineServer {
     };
   }
 
-  private generate(call: GrpcGenerateCall): void {
+  generate(
+    call: grpc.ServerUnaryCall<unknown, unknown> | grpc.ServerWritableStream<unknown, unknown>,
+    request: GenerateRequestMessage,
+    sink: GenerateSink,
+  ): void {
     this.lastReceiveMs = this.now();
     if (!this.serving) {
-      call.emit('error', { code: GrpcStatus.UNAVAILABLE, details: 'simulated engine shutting down' });
+      sink.fail(GrpcStatus.UNAVAILABLE, 'simulated engine shutting down');
       return;
     }
-    const sink: GenerateSink = {
-      write: (message) => call.write(message),
-      end: () => call.end(),
-      fail: (code, details) => call.emit('error', { code, details }),
-    };
     const deadline = call.getDeadline();
     const deadlineMs = deadline instanceof Date ? deadline.getTime() : deadline;
     const rankValue = call.metadata.get(DP_RANK_METADATA)[0];
     let active: GenerateCall;
     try {
       active = this.deps.core.generate(
-        call.request,
+        request,
         { metadataRank: rankValue === undefined ? undefined : String(rankValue), timeoutMs: deadlineMs - Date.now() },
         sink,
       );
     } catch (error) {
       if (!(error instanceof InvalidRequestError)) throw error;
-      call.emit('error', { code: GrpcStatus.INVALID_ARGUMENT, details: error.message });
+      sink.fail(GrpcStatus.INVALID_ARGUMENT, error.message);
       return;
     }
     // grpc-js ends a call past its deadline by itself and reports it as cancelled: name it for the waste counters.

@@ -15,7 +15,17 @@ import { isPresetName, PRESET_NAMES, presetLimits } from './presets.js';
 export const COST_MODELS = ['auto', 'fixed', 'roofline'] as const;
 export type CostModelChoice = (typeof COST_MODELS)[number];
 
+/** The gRPC protocol the engine speaks (docs/simulated-engine.md): the sidecar's --generate-wire of the same layout. */
+export const ENGINE_PROTOCOLS = ['smg-vllm', 'vllm-legacy', 'vllm-native', 'sglang-native'] as const;
+export type EngineProtocol = (typeof ENGINE_PROTOCOLS)[number];
+
+/** sglang-native: whether output_ids are each message's new ids (SGLang's --incremental-streaming-output) or all so far (its default). */
+export const SGLANG_OUTPUTS = ['cumulative', 'incremental'] as const;
+export type SglangOutput = (typeof SGLANG_OUTPUTS)[number];
+
 export interface EngineOptions {
+  readonly protocol: EngineProtocol;
+  readonly sglangOutput: SglangOutput;
   /**
    * A real model x GPU pair (presets.ts) or `none`: its GPU cost model prices each step, and its
    * vLLM defaults replace those of numGpuBlocks, maxNumSeqs and maxNumBatchedTokens that are not
@@ -65,6 +75,18 @@ export interface EngineOptions {
 }
 
 export const ENGINE_OPTIONS = {
+  protocol: {
+    flag: '--protocol <name>',
+    env: 'DYN_SIM_ENGINE_PROTOCOL',
+    default: 'smg-vllm',
+    help: "the gRPC protocol served: smg-vllm (SMG's vllm.grpc.engine.VllmEngine, as vllm serve --grpc), vllm-legacy (the same before 2026-01), vllm-native (vLLM's own vllm.Inference and vllm.Control), sglang-native (SGLang's own sglang.runtime.v1.SglangService); the sidecar's --generate-wire is vllm, vllm-legacy, vllm-native or sglang-native",
+  },
+  sglangOutput: {
+    flag: '--sglang-output <form>',
+    env: 'DYN_SIM_ENGINE_SGLANG_OUTPUT',
+    default: 'cumulative',
+    help: "sglang-native's output_ids: cumulative (every message holds all ids so far, SGLang's default) or incremental (new ids only, as --incremental-streaming-output)",
+  },
   preset: {
     flag: '--preset <name>',
     env: 'DYN_SIM_ENGINE_PRESET',
@@ -241,6 +263,12 @@ function resolve(overrides: Partial<EngineOptions>, sources: Sources, problems: 
   } else if (merged.costModel === 'roofline' && merged.preset === 'none') {
     problems.report(source('costModel'), `: roofline prices a real model on a real GPU, so it needs --preset (${PRESET_NAMES.join(', ')})`);
   }
+  if (!(ENGINE_PROTOCOLS as readonly unknown[]).includes(merged.protocol)) {
+    problems.report(source('protocol'), `: must be one of ${ENGINE_PROTOCOLS.join(', ')}, got ${JSON.stringify(merged.protocol)}`);
+  }
+  if (!(SGLANG_OUTPUTS as readonly unknown[]).includes(merged.sglangOutput)) {
+    problems.report(source('sglangOutput'), `: must be one of ${SGLANG_OUTPUTS.join(', ')}, got ${JSON.stringify(merged.sglangOutput)}`);
+  }
   for (const key of Object.keys(RULES) as NumericKey[]) checkNumber(key, merged[key], source(key), problems);
   for (const key of ['modelName', 'host'] as const) {
     if (typeof merged[key] !== 'string' || merged[key].trim() === '') {
@@ -283,7 +311,7 @@ export function engineOptionsFromCli(values: EngineCliValues, env: Env = {}): En
     const found = read.raw(key);
     if (found === undefined) continue;
     sources[key] = found.source;
-    if (key === 'preset' || key === 'costModel') {
+    if (key === 'preset' || key === 'costModel' || key === 'protocol' || key === 'sglangOutput') {
       overrides[key] = found.value.trim();
       continue;
     }

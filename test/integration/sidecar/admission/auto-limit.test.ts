@@ -27,12 +27,13 @@ describe('--engine-request-limit auto', () => {
     await waitFor(async () => (await worker.sidecar.metric('dynamo_sidecar_engine_request_limit')) === want, `the limit gauge at ${want}`);
     expect(await worker.sidecar.metric('dynamo_sidecar_admission_changes_total', 'source="engine"')).toBe(1);
     const load = (await (await fetch(`http://127.0.0.1:${worker.sidecar.systemPort}/load`)).json()) as { ranks: { engine_request_limit: number }[] };
-    expect(load.ranks.map((event) => event.engine_request_limit)).toEqual([want]);
+    // The sidecar was not told --data-parallel-size: it learned the engine's 2 ranks.
+    expect(load.ranks.map((event) => event.engine_request_limit)).toEqual([want, want]);
     const line = worker.sidecar
       .stderr()
       .split('\n')
       .find((l) => l.includes('engine request limit from the engine'));
     expect(line, worker.sidecar.stderr()).toBeDefined();
-    expect(JSON.parse(line!)).toMatchObject({ engine_request_limit: want, max_running_requests: 6, ranks: 2 });
+    expect(JSON.parse(line!)).toMatchObject({ engine_request_limit: want, max_running_requests: 6, round: 1 });
   });
 });
