@@ -98,7 +98,7 @@ function name(...candidates: unknown[]): string | undefined {
 function known(facts: { [K in keyof EngineFacts]: EngineFacts[K] | undefined }): EngineFacts {
   const out: Record<string, unknown> = {};
   for (const [k, v] of Object.entries(facts)) if (v !== undefined) out[k] = v;
-  return out as EngineFacts;
+  return out;
 }
 
 interface SmgModelInfo {
@@ -168,7 +168,8 @@ function text(map: Fields, field: number): string | undefined {
 function readVllmServerInfo(body: Buffer): EngineFacts {
   const info = fields(body);
   const parallelismBytes = info.get(4);
-  const parallelism: Fields = parallelismBytes === undefined || typeof parallelismBytes === 'number' ? new Map() : fields(parallelismBytes);
+  const parallelism: Fields =
+    parallelismBytes === undefined || typeof parallelismBytes === 'number' ? new Map<number, number | Uint8Array>() : fields(parallelismBytes);
   const dp = positive(varint(parallelism, 3)) ?? 1;
   const totalBlocks = positive(varint(info, 7));
   const maxRunning = positive(varint(info, 8));

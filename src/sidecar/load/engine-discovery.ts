@@ -11,8 +11,9 @@
  * round is complete when every question was answered or found UNIMPLEMENTED. An RPC the engine
  * does not implement leaves its facts unknown, with one warning for the sidecar's lifetime.
  * Listeners hear the facts merged so far after each answer (a later answer wins per fact), with
- * `complete` set on the round's last one. The engine becoming unreachable and then reachable
- * again starts a new round; facts from the old one are kept until replaced.
+ * `complete` set on the round's last one. Every new connection to the engine after the first
+ * (a restart, a network break, a GOAWAY) starts a new round once the current one is complete;
+ * facts from the old one are kept until replaced.
  */
 import { factQuestions, type EngineFacts } from '../../protocol/engine/engine-facts.js';
 import type { GenerateWire } from '../../protocol/engine/generate-wire.js';
@@ -35,7 +36,6 @@ export class EngineDiscovery {
   private pending = 0;
   private roundNumber = 0;
   private stopped = true;
-  private lostEngine = false;
   private unsubscribe: (() => void) | undefined;
   private readonly listeners = new Set<EngineFactsListener>();
   private readonly unimplementedWarned = new Set<string>();
@@ -65,13 +65,9 @@ export class EngineDiscovery {
   start(): void {
     if (!this.stopped) return;
     this.stopped = false;
-    this.unsubscribe = this.options.engine.onReachabilityChange((reachable) => {
-      if (!reachable) this.lostEngine = true;
-      else if (this.lostEngine) {
-        // The engine is back, perhaps restarted: ask again. A round still running asks on its own.
-        this.lostEngine = false;
-        if (this.pending === 0) this.startRound();
-      }
+    this.unsubscribe = this.options.engine.onReconnect(() => {
+      // Perhaps another engine now: ask again. A round still running asks the new connection anyway.
+      if (this.pending === 0) this.startRound();
     });
     this.startRound();
   }

@@ -27,6 +27,8 @@ export interface QuestionedEngine {
   request(headers: OutgoingHttpHeaders): ClientHttp2Stream;
   readonly reachable: boolean;
   onReachabilityChange(listener: (reachable: boolean) => void): () => void;
+  /** Every new connection to the engine after the first. */
+  onReconnect(listener: () => void): () => void;
 }
 
 export interface EngineQuestionOptions {

@@ -83,6 +83,9 @@ export class UpstreamPool {
   private reconnectPending = false;
   private reconnectDelay: number;
   private readonly listeners = new Set<ReachabilityListener>();
+  private readonly reconnectListeners = new Set<() => void>();
+  /** A session has reached the engine before: the next one to do so is a reconnect. */
+  private everConnected = false;
   private readonly connectedSessions = new WeakSet<ClientHttp2Session>();
   /** The TLS files' generation the current session was opened with. */
   private sessionTlsGeneration = 0;
@@ -139,6 +142,15 @@ export class UpstreamPool {
   onReachabilityChange(listener: ReachabilityListener): () => void {
     this.listeners.add(listener);
     return () => this.listeners.delete(listener);
+  }
+
+  /**
+   * Hears every new connection to the engine after the first (its SETTINGS arrived): the engine
+   * may have restarted, with another model or KV size (EngineDiscovery asks again).
+   */
+  onReconnect(listener: () => void): () => void {
+    this.reconnectListeners.add(listener);
+    return () => this.reconnectListeners.delete(listener);
   }
 
   /** Opens the first session; later ones open on demand or after a failure. */
@@ -325,6 +337,8 @@ export class UpstreamPool {
       this.connectedSessions.add(session);
       this.reconnectDelay = this.reconnectMinMs;
       answered();
+      if (this.everConnected) for (const listener of this.reconnectListeners) listener();
+      this.everConnected = true;
     });
     session.once('close', () => {
       clearTimeout(overdueTimer);

@@ -18,6 +18,7 @@ const engine: QuestionedEngine = {
   },
   reachable: false,
   onReachabilityChange: () => () => {},
+  onReconnect: () => () => {},
 };
 
 function build(
