@@ -21,7 +21,8 @@ afterEach(async () => {
 // vLLM's own ServerInfo: parallelism 4 {dp 3}, kv_block_size 6, total_kv_blocks 7, max_running_requests 8.
 const serverInfo = (totalBlocks: number): Buffer => msg(bytes(4, num(3, 2)), num(6, 16), num(7, totalBlocks), num(8, 4));
 
-async function engine(totalBlocks: number, port = 0, modelInfo: 'unimplemented' | string = 'llama'): Promise<FakeEngineRpc> {
+async function engine(totalBlocks: number, port = 0, modelInfo = 'llama'): Promise<FakeEngineRpc> {
+  // modelInfo 'unimplemented': the engine answers UNIMPLEMENTED.
   const e = await startFakeEngineRpc('/vllm.Control/GetServerInfo', () => ({ body: serverInfo(totalBlocks) }), port, {
     '/vllm.Control/GetModelInfo': modelInfo === 'unimplemented' ? { status: GrpcStatus.UNIMPLEMENTED } : { body: msg(str(2, modelInfo)) },
   });
