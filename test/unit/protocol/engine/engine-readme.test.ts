@@ -81,12 +81,12 @@ describe("README's engine protocol table", () => {
   });
 
   it.each(rows)('%s (%s): RPCs and capacity learned', (_name, wireCell, _follows, accounted, loads, learned) => {
-    const wire = wireCell!.replace(/`/g, '') as GenerateWire;
+    const wire = wireCell.replace(/`/g, '') as GenerateWire;
     const paths = ENGINE_PATHS[wire];
     expect(accounted).toBe(paths.generate.map((p) => `\`${rpcName(p)}\``).join(', '));
-    expect(loads!.replace(/ \(JSON\)$/, '')).toBe(paths.loads ? `\`${paths.loads.split('/').pop()}\`` : 'none');
+    expect(loads.replace(/ \(JSON\)$/, '')).toBe(paths.loads ? `\`${paths.loads.split('/').pop()}\`` : 'none');
     const facts = factQuestions(wire).reduce<EngineFacts>((all, q) => ({ ...all, ...q.read(FULL_ANSWERS[q.rpc]!) }), {});
-    expect(documentedFacts(learned!)).toEqual(
+    expect(documentedFacts(learned)).toEqual(
       Object.keys(facts)
         .filter((k) => k !== 'maxModelLen')
         .sort(),
