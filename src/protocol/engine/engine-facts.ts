@@ -47,18 +47,6 @@ export interface FactQuestion {
   read(body: Buffer): EngineFacts;
 }
 
-export const FACT_NAMES = [
-  'model',
-  'kvBlockSize',
-  'kvTotalBlocks',
-  'maxRunningRequests',
-  'maxNumBatchedTokens',
-  'dataParallelSize',
-  'dataParallelStartRank',
-  'maxModelLen',
-  'incrementalOutput',
-] as const satisfies readonly (keyof EngineFacts)[];
-
 export function factQuestions(wire: GenerateWire): readonly FactQuestion[] {
   const paths = ENGINE_PATHS[wire];
   switch (wire) {
