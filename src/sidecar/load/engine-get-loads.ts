@@ -49,13 +49,16 @@ export function getLoadsPath(wire: GenerateWire): string | undefined {
 export function getLoadsReader(options: GetLoadsReaderOptions): LoadRead {
   const path = getLoadsPath(options.wire);
   if (path === undefined) throw new Error(`--generate-wire ${options.wire} has no load RPC`);
-  const decode = options.wire === 'sglang-native' ? sglangLoads : (body: Buffer): readonly SchedulerLoadMessage[] => getLoadsResponse(body).loads ?? [];
+  const decode =
+    options.wire === 'sglang-native'
+      ? (body: Buffer, blockSize: number, kvTotalBlocks: number | undefined) => schedulerLoads(sglangLoads(body), blockSize, kvTotalBlocks)
+      : decodeGetLoads;
   return async (signal) => {
     const outcome = await unaryCall(options.open, path, EMPTY_REQUEST, { timeoutMs: options.timeoutMs, signal });
     if (outcome.status === GrpcStatus.UNIMPLEMENTED) throw new LoadSourceUnsupportedError(`${path}: UNIMPLEMENTED ${outcome.message}`.trim());
     if (outcome.status !== GrpcStatus.OK) throw new ScrapeError(`${path}: ${statusName(outcome.status)} ${outcome.message}`.trim());
     try {
-      return schedulerLoads(decode(outcome.body ?? Buffer.alloc(0)), options.kvBlockSize, options.kvTotalBlocks());
+      return decode(outcome.body ?? Buffer.alloc(0), options.kvBlockSize, options.kvTotalBlocks());
     } catch (err) {
       throw new ScrapeError(`${path}: undecodable GetLoadsResponse: ${(err as Error).message}`);
     }

@@ -10,7 +10,7 @@ import { EngineScraper, LoadSourceUnsupportedError, ScrapeError } from '../../..
 import type { SchedulerLoadMessage } from '../../../../src/protocol/engine/engine-proto.js';
 import { recordingLogger } from '../../../support/recording-logger.js';
 import { waitFor } from '../../../support/wait.js';
-import { GET_LOADS_SGLANG, GET_LOADS_VLLM } from '../../../support/proto-bytes.js';
+import { GET_LOADS_SGLANG, GET_LOADS_VLLM, msg, str } from '../../../support/proto-bytes.js';
 
 const cleanups: (() => unknown)[] = [];
 afterEach(async () => {
@@ -99,8 +99,31 @@ describe('schedulerLoads', () => {
 });
 
 describe('getLoadsReader', () => {
-  const readerFor = (session: ClientHttp2Session, wire: 'vllm' | 'sglang', kvTotalBlocks?: number) =>
+  const readerFor = (session: ClientHttp2Session, wire: 'vllm' | 'sglang' | 'sglang-native', kvTotalBlocks?: number) =>
     getLoadsReader({ open: (headers) => session.request(headers), wire, kvBlockSize: 16, kvTotalBlocks: () => kvTotalBlocks, timeoutMs: 2000 });
+
+  it("reads SGLang's own GetLoad: json_info 1, a JSON array of per-rank objects; entries that are not objects are dropped, bad numbers read as not reported", async () => {
+    const json = JSON.stringify([
+      {
+        dp_rank: 0,
+        num_running_reqs: 3,
+        num_waiting_reqs: 1,
+        num_used_tokens: 4096,
+        max_total_num_tokens: 65536,
+        token_usage: 0.0625,
+        max_running_requests: 128,
+      },
+      { dp_rank: 1, num_running_reqs: 'many', num_used_tokens: 1000, max_total_num_tokens: 65536 },
+      'garbage',
+    ]);
+    const engine = await fakeEngine(() => ({ body: msg(str(1, json)) }));
+    const result = await readerFor(engine.session, 'sglang-native')(new AbortController().signal);
+    expect(engine.paths).toEqual(['/sglang.runtime.v1.SglangService/GetLoad']);
+    expect(result.ranks.get(0)).toEqual({ kvTotalBlocks: 4096, kvUsedBlocks: 256, kvUsagePerc: 0.0625, running: 3, waiting: 1 });
+    expect(result.ranks.get(1)).toMatchObject({ kvTotalBlocks: 4096, kvUsedBlocks: 63, running: 0 });
+    const bad = await fakeEngine(() => ({ body: msg(str(1, '{"not":"an array"}')) }));
+    await expect(readerFor(bad.session, 'sglang-native')(new AbortController().signal)).rejects.toThrow(/not a JSON array/);
+  });
 
   it("reads SGLang's per-rank token counts from hand-encoded bytes, skipping the fields vLLM lacks", async () => {
     const engine = await fakeEngine(() => ({ body: GET_LOADS_SGLANG }));
