@@ -67,6 +67,7 @@ export class LoadReporting {
   /** What the engine tells about itself; others (the auto engine request limit) listen too. */
   readonly discovery: EngineDiscovery;
   private modelWarned = false;
+  private startRankWarned = false;
   /** dynamo.sidecar.v1.WorkerLoad, for the ingress to answer. */
   readonly watchService: WorkerLoadService;
 
@@ -255,6 +256,16 @@ export class LoadReporting {
       dataParallelSize: config.setByOperator.dataParallelSize ? undefined : facts.dataParallelSize,
     });
     this.accounting.cumulativeOutputIds = facts.incrementalOutput !== true;
+    if ((facts.dataParallelStartRank ?? 0) > 0 && !this.startRankWarned) {
+      // Dynamo's own vLLM sidecar refuses such an engine; we serve it, but number ranks from 0.
+      this.startRankWarned = true;
+      this.deps.logger.warn(
+        'the engine hosts dp ranks from a first rank above 0 (multi-node data parallelism); load events and x-data-parallel-rank number its ranks from 0',
+        {
+          data_parallel_start_rank: facts.dataParallelStartRank,
+        },
+      );
+    }
   }
 
   /** The latest state, as served by GET /load; does not advance sequence numbers. */
