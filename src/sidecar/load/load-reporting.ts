@@ -142,7 +142,7 @@ export class LoadReporting {
         );
     }
     this.discovery = new EngineDiscovery({ engine: deps.engine, wire: config.generateWire, logger: logger.child({ component: 'engine-discovery' }) });
-    this.discovery.onFacts((facts, round) => this.learned(facts, round.complete));
+    this.discovery.onFacts((facts, round) => this.applyEngineFacts(facts, round.complete));
     this.watchService = new WorkerLoadService({ source: this.tracker, heartbeatMs: config.loadHeartbeatMs });
     registerLoadMetrics(deps.registry, this.tracker, this.scraper, this.publisher, this.watchService);
     mirrorCounter(
@@ -240,7 +240,7 @@ export class LoadReporting {
    * so far unless it says it streams deltas: its default, and the safe reading (a delta read as a
    * total only undercounts).
    */
-  private learned(facts: Readonly<EngineFacts>, complete: boolean): void {
+  applyEngineFacts(facts: Readonly<EngineFacts>, complete: boolean): void {
     const { config } = this.deps;
     if (config.servedModelName === undefined) {
       if (facts.model !== undefined) this.tracker.setModel(facts.model);

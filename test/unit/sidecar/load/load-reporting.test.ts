@@ -114,6 +114,35 @@ describe('LoadReporting', () => {
     expect(reporting.current()[0]!.overloaded).toBe(false);
   });
 
+  it('applies what the engine tells where no flag says otherwise: KV size, batched tokens, dp ranks, model', () => {
+    const facts = { model: 'llama', kvTotalBlocks: 500, kvBlockSize: 32, maxNumBatchedTokens: 4096, dataParallelSize: 2 };
+    const told = build({ servedModelName: undefined });
+    told.reporting.applyEngineFacts(facts, true);
+    expect(told.reporting.current().map((e) => [e.dp_rank, e.model, e.kv_total_blocks, e.max_num_batched_tokens])).toEqual([
+      [0, 'llama', 500, 4096],
+      [1, 'llama', 500, 4096],
+    ]);
+    const flags = build({
+      servedModelName: 'mine',
+      kvTotalBlocks: 100,
+      maxNumBatchedTokens: 1024,
+      dataParallelSize: 1,
+      setByOperator: { kvBlockSize: true, dataParallelSize: true },
+    });
+    flags.reporting.applyEngineFacts(facts, true);
+    expect(flags.reporting.current().map((e) => [e.dp_rank, e.model, e.kv_total_blocks, e.max_num_batched_tokens])).toEqual([[0, 'mine', 100, 1024]]);
+  });
+
+  it('warns once when the engine does not tell its model, and once when its dp ranks start above 0', () => {
+    const { reporting, logger } = build({ servedModelName: undefined });
+    reporting.applyEngineFacts({ dataParallelStartRank: 4 }, false);
+    reporting.applyEngineFacts({ dataParallelStartRank: 4 }, true);
+    reporting.applyEngineFacts({ dataParallelStartRank: 4 }, true);
+    const warnings = logger.lines.filter((l) => l.level === 'warn').map((l) => l.msg);
+    expect(warnings).toEqual([expect.stringMatching(/first rank above 0/), expect.stringMatching(/did not tell its model/)]);
+    expect(reporting.current()[0]!.model).toBeNull();
+  });
+
   it('does not advance sequence numbers when read for GET /load', () => {
     const { reporting } = build();
     const first = reporting.current()[0]!.sequence;
