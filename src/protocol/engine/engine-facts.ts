@@ -5,9 +5,10 @@
  *   for (const q of factQuestions('vllm-native')) ... q.read(answerBytes) -> EngineFacts (throws on bytes that are not one)
  *
  * Per protocol (docs/wire-facts.md, "Engine protocols"; field numbers there):
- * - vllm, vllm-legacy, sglang (SMG): GetModelInfo (served_model_name 6, else model_path 1; the
- *   simulated engine's extensions 100-103 give the KV geometry and max_num_seqs) and GetLoads
- *   (max_running_requests 11 per rank, summed; the rank count).
+ * - vllm, vllm-legacy, sglang (SMG): GetModelInfo (served_model_name 6, else model_path 1;
+ *   max_context_length 3) and GetLoads (max_running_requests 11 per rank, summed; the rank count).
+ *   SMG tells no KV geometry here (the simulated engine's extension fields 100-103 are not read,
+ *   so it tells exactly what a real one does).
  * - vllm-native: Control/GetServerInfo (max_model_len 5, kv_block_size 6, total_kv_blocks 7 summed
  *   over the dp engines, so divided by the dp size as Dynamo does; max_running_requests 8 and
  *   max_batched_tokens 9 per engine; parallelism 4 {data_parallel_size 3, data_parallel_rank 4,
@@ -93,9 +94,6 @@ interface SmgModelInfo {
   model_path?: string;
   served_model_name?: string;
   max_context_length?: number;
-  num_gpu_blocks?: number;
-  block_size?: number;
-  max_num_batched_tokens?: number;
 }
 
 function readSmgModelInfo(body: Buffer): EngineFacts {
@@ -103,9 +101,6 @@ function readSmgModelInfo(body: Buffer): EngineFacts {
   return known({
     model: name(info.served_model_name, info.model_path),
     maxModelLen: positive(info.max_context_length),
-    kvTotalBlocks: positive(info.num_gpu_blocks),
-    kvBlockSize: positive(info.block_size),
-    maxNumBatchedTokens: positive(info.max_num_batched_tokens),
   });
 }
 

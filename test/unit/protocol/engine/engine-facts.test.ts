@@ -114,15 +114,9 @@ describe("SGLang's own GetServerInfo (JSON in json_info 1)", () => {
 });
 
 describe("SMG's GetModelInfo and GetLoads", () => {
-  it('GetModelInfo: the served name (6), else model_path (1); the simulated extensions (100, 101, 103) give the KV geometry', () => {
+  it("GetModelInfo: the served name (6), else model_path (1), and the context (3); the simulated engine's extensions (100-103) are not read", () => {
     const answer = msg(str(1, '/models/llama'), num(3, 4096), str(6, 'llama'), num(100, 2048), num(101, 32), num(102, 64), num(103, 8192));
-    expect(read('vllm', 'GetModelInfo', answer)).toEqual({
-      model: 'llama',
-      maxModelLen: 4096,
-      kvTotalBlocks: 2048,
-      kvBlockSize: 32,
-      maxNumBatchedTokens: 8192,
-    });
+    expect(read('vllm', 'GetModelInfo', answer)).toEqual({ model: 'llama', maxModelLen: 4096 });
     expect(read('sglang', 'GetModelInfo', msg(str(1, '/models/qwen')))).toEqual({ model: '/models/qwen' });
   });
 
