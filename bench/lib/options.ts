@@ -23,6 +23,10 @@ export const BENCH_USAGE = `usage: node --import tsx bench/run.ts [options]   (n
   --sidecar-node PATH     one more sidecar row on that Node binary, labelled sidecar@nodeX.Y.Z (repeatable);
                           without any, Node 24 is fetched and added, so Node 20 and 24 run side by side
   --no-node24             no automatic Node 24 row
+  --upstream-connections LIST
+                          each sidecar row becomes one row per K in LIST (e.g. 1,4,8), labelled "LABEL K=4", started with
+                          --upstream-connections K and measured in the same rounds (default: one row, the sidecar's
+                          default K); the A/B of --baseline pairs only an unsuffixed sidecar row
   --baseline REV          also build git revision REV (its src/, proto/) in the temp dir and run it as row
                           baseline@REV on this Node; the A/B section pairs it with the sidecar row, round by round
   --out FILE.json         where to write the JSON results (schema dynamo-sidecar-bench/2; default: a temp dir)
@@ -60,6 +64,7 @@ function readOptions(argv: string[], known: readonly string[]): BenchOptions {
       'no-pin': { type: 'boolean', default: false },
       'sidecar-node': { type: 'string', multiple: true },
       'no-node24': { type: 'boolean', default: false },
+      'upstream-connections': { type: 'string', multiple: true },
       baseline: { type: 'string' },
       'time-limit-min': { type: 'string' },
     },
@@ -71,6 +76,13 @@ function readOptions(argv: string[], known: readonly string[]): BenchOptions {
   for (const t of targets) if (!(TARGET_KINDS as readonly string[]).includes(t)) throw new Error(`unknown target "${t}" (known: ${TARGET_KINDS.join(', ')})`);
   const rounds = values.rounds === undefined ? (quick ? 1 : 5) : Number(values.rounds);
   if (!Number.isInteger(rounds) || rounds < 1 || rounds > 50) throw new Error(`--rounds must be an integer 1..50, got ${values.rounds}`);
+  const upstreamConnections = list(values['upstream-connections']).map(Number);
+  for (const k of upstreamConnections) {
+    if (!Number.isInteger(k) || k < 1 || k > 64)
+      throw new Error(`--upstream-connections takes integers 1..64, got ${values['upstream-connections']?.join(',')}`);
+  }
+  if (new Set(upstreamConnections).size !== upstreamConnections.length)
+    throw new Error(`--upstream-connections names a K twice: ${upstreamConnections.join(',')}`);
   const timeLimitMin = values['time-limit-min'] === undefined ? 45 : Number(values['time-limit-min']);
   if (!(timeLimitMin > 0)) throw new Error(`--time-limit-min must be a positive number, got ${values['time-limit-min']}`);
   return {
@@ -83,6 +95,7 @@ function readOptions(argv: string[], known: readonly string[]): BenchOptions {
     pin: !values['no-pin'],
     sidecarNodes: list(values['sidecar-node']).map((p) => resolve(p)),
     node24: !values['no-node24'],
+    upstreamConnections,
     baseline: values.baseline,
     timeLimitMin,
   };

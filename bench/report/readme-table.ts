@@ -1,7 +1,7 @@
 /**
  * The compact Markdown table of docs/performance.md (the README's, before it moved there): per
- * sidecar Node, each goal's judged figure (median paired ratio, or median absolute figure) and
- * whether it is met.
+ * sidecar Node (and K, with --upstream-connections), each goal's judged figure (median paired
+ * ratio, or median absolute figure) and whether it is met.
  */
 import { formatNumber } from './table.js';
 import type { GoalResult } from './goals.js';
@@ -23,7 +23,8 @@ export function renderReadmeTable(goals: readonly GoalResult[]): string {
   const ids: string[] = [];
   for (const g of goals) if (!ids.includes(g.id)) ids.push(g.id);
   const lines = [
-    `| goal | threshold | ${sidecars.map((s) => `Node ${s.node.replace(/^v/, '')}`).join(' | ')} |`,
+    // A row of --upstream-connections keeps its K in the heading: "Node 24.11.0 K=4".
+    `| goal | threshold | ${sidecars.map((s) => `Node ${s.node.replace(/^v/, '')}${/ K=\d+$/.exec(s.label)?.[0] ?? ''}`).join(' | ')} |`,
     `|---|---|${sidecars.map(() => '---:').join('|')}|`,
   ];
   for (const id of ids) {

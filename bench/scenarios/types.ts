@@ -16,6 +16,8 @@ export interface BenchOptions {
   readonly sidecarNodes: readonly string[];
   /** Fetch Node 24 and add its row when no --sidecar-node is given. */
   readonly node24: boolean;
+  /** --upstream-connections: one row per K for each sidecar row; empty: one row, at the sidecar's default. */
+  readonly upstreamConnections: readonly number[];
   /** Git revision to build and run as the baseline@REV row (A/B of code changes). */
   readonly baseline: string | undefined;
   readonly timeLimitMin: number;
@@ -31,6 +33,8 @@ export interface SidecarVariant {
   readonly nodeVersion: string;
   /** The compiled CLI entry (dist/cli/main.js of this tree or of the baseline build). */
   readonly main: string;
+  /** Started with --upstream-connections K; undefined: the sidecar's default. */
+  readonly upstreamConnections?: number;
 }
 
 /** What runs in this invocation, after --targets, --sidecar-node, --baseline and what is installed. */

@@ -1,7 +1,8 @@
 /**
  * Who runs in this invocation: direct, the sidecar on the harness's Node ("sidecar"), one more
  * sidecar row per --sidecar-node binary (labelled with its version, "sidecar@node24.11.0"; by
- * default Node 24, fetched by .ci/node24.sh, so a plain run compares Node 20 and 24), the
+ * default Node 24, fetched by .ci/node24.sh, so a plain run compares Node 20 and 24), each of
+ * them split into one row per K of --upstream-connections ("sidecar@node24.11.0 K=4"), the
  * baseline@REV build with --baseline, HAProxy and nginx when installed, all filtered by --targets.
  */
 import { execFileSync } from 'node:child_process';
@@ -40,6 +41,7 @@ export function buildRoster(options: BenchOptions, log: (m: string) => void): Ro
       for (let i = 2; sidecars.some((s) => s.label === label); i++) label = `sidecar@node${version.replace(/^v/, '')}#${i}`;
       sidecars.push({ label, role: 'sidecar', node, nodeVersion: version, main: SIDECAR_MAIN });
     }
+    if (options.upstreamConnections.length > 0) sidecars.splice(0, sidecars.length, ...perConnectionCount(sidecars, options.upstreamConnections));
   }
   if (options.baseline !== undefined) {
     const build = buildBaseline(options.baseline, log);
@@ -50,6 +52,11 @@ export function buildRoster(options: BenchOptions, log: (m: string) => void): Ro
   if (want('haproxy') && !haproxy) log('bench: haproxy not installed, its rows are skipped (the goals need it)');
   if (want('nginx') && !nginx) log('bench: nginx not installed, its rows are skipped');
   return { direct: want('direct'), haproxy, nginx, sidecars };
+}
+
+/** One row per K for each sidecar row, in that order: "sidecar K=1", "sidecar K=4", "sidecar@node24.11.0 K=1", ... */
+function perConnectionCount(sidecars: readonly SidecarVariant[], ks: readonly number[]): SidecarVariant[] {
+  return sidecars.flatMap((s) => ks.map((k) => ({ ...s, label: `${s.label} K=${k}`, upstreamConnections: k })));
 }
 
 export interface SpecOptions {

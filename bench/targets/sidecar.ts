@@ -65,6 +65,7 @@ export async function startSidecar(launch: SidecarLaunch): Promise<SidecarTarget
     '--system-port',
     '0',
   ];
+  if (launch.variant.upstreamConnections !== undefined) args.push('--upstream-connections', String(launch.variant.upstreamConnections));
   const env: Record<string, string> = {};
   if (launch.admission?.limit !== undefined) {
     args.push('--engine-request-limit', String(launch.admission.limit));

@@ -90,6 +90,7 @@ export async function startSidecar(config: SidecarConfig, deps: SidecarDeps): Pr
   const upstream = new UpstreamPool(
     {
       target,
+      connections: connections.upstreamConnections,
       pingIntervalMs: connections.upstreamPingIntervalMs,
       pingTimeoutMs: connections.upstreamPingTimeoutMs,
       tls: upstreamClientTls,

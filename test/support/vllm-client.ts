@@ -57,9 +57,16 @@ export function generate(client: grpc.Client, request: unknown, callOptions: grp
   });
 }
 
-export function startGenerate(client: grpc.Client, request: unknown, callOptions: grpc.CallOptions = {}): grpc.ClientReadableStream<unknown> {
-  const fn = (client as unknown as Record<string, (r: unknown, o: grpc.CallOptions) => grpc.ClientReadableStream<unknown>>)['Generate']!;
-  return fn.call(client, request, callOptions);
+/** Starts a Generate call, with `metadata` (request headers) when given. */
+export function startGenerate(
+  client: grpc.Client,
+  request: unknown,
+  callOptions: grpc.CallOptions = {},
+  metadata?: grpc.Metadata,
+): grpc.ClientReadableStream<unknown> {
+  type Generate = (r: unknown, ...rest: [grpc.CallOptions] | [grpc.Metadata, grpc.CallOptions]) => grpc.ClientReadableStream<unknown>;
+  const fn = (client as unknown as Record<string, Generate>)['Generate']!;
+  return metadata ? fn.call(client, request, metadata, callOptions) : fn.call(client, request, callOptions);
 }
 
 export function tokens(count: number, start = 1): number[] {

@@ -152,6 +152,12 @@ export const SIDECAR_OPTIONS = {
     default: 10_000,
     help: "ingress: the client's HTTP/2 preface and SETTINGS must arrive within it, and a connection with open calls must answer a PING within it; system port: a request must start and its headers complete within it (>= 100)",
   },
+  upstreamConnections: {
+    flag: '--upstream-connections <k>',
+    env: 'DYN_SIDECAR_UPSTREAM_CONNECTIONS',
+    default: 1,
+    help: 'HTTP/2 connections to the engine (1..64); each new call goes to the one with the fewest open calls among those answering PINGs, so one broken connection does not fail calls another can carry. Admission is unchanged: it counts calls, not connections',
+  },
   upstreamPingIntervalMs: {
     flag: '--upstream-ping-interval-ms <ms>',
     env: 'DYN_SIDECAR_UPSTREAM_PING_INTERVAL_MS',

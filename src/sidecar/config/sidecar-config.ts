@@ -91,6 +91,8 @@ export interface ConnectionConfig {
   readonly idleTimeoutMs: number;
   /** Ingress: preface + SETTINGS within this; system port: request headers within this. */
   readonly handshakeTimeoutMs: number;
+  /** HTTP/2 connections to the engine, new calls spread over them (proxy/upstream.ts). */
+  readonly upstreamConnections: number;
   readonly upstreamPingIntervalMs: number;
   readonly upstreamPingTimeoutMs: number;
 }
@@ -195,6 +197,8 @@ export const MAX_MAX_CONCURRENT_STREAMS = 2 ** 31 - 1;
 export const DEFAULT_IDLE_TIMEOUT_MS: number = D.idleTimeoutMs.default;
 export const DEFAULT_HANDSHAKE_TIMEOUT_MS: number = D.handshakeTimeoutMs.default;
 export const MIN_HANDSHAKE_TIMEOUT_MS = 100;
+export const DEFAULT_UPSTREAM_CONNECTIONS: number = D.upstreamConnections.default;
+export const MAX_UPSTREAM_CONNECTIONS = 64;
 export const DEFAULT_UPSTREAM_PING_INTERVAL_MS: number = D.upstreamPingIntervalMs.default;
 export const DEFAULT_UPSTREAM_PING_TIMEOUT_MS: number = D.upstreamPingTimeoutMs.default;
 export const DEFAULT_NATS_LIVENESS_TIMEOUT_MS: number = D.natsLivenessTimeoutMs.default;
@@ -285,6 +289,7 @@ function parseConnectionConfig(read: Reader): ConnectionConfig {
     maxConcurrentStreams: read.integer('maxConcurrentStreams', 1, MAX_MAX_CONCURRENT_STREAMS),
     idleTimeoutMs: read.integer('idleTimeoutMs', 0, MAX_TIMER_MS),
     handshakeTimeoutMs: read.integer('handshakeTimeoutMs', MIN_HANDSHAKE_TIMEOUT_MS, MAX_TIMER_MS),
+    upstreamConnections: read.integer('upstreamConnections', 1, MAX_UPSTREAM_CONNECTIONS),
     upstreamPingIntervalMs: read.integer('upstreamPingIntervalMs', 10, 3_600_000),
     upstreamPingTimeoutMs: read.integer('upstreamPingTimeoutMs', 10, 3_600_000),
   };

@@ -35,7 +35,7 @@ import type { LocalService } from './local-service.js';
 import type { OpenCall } from './call-phases.js';
 import { ProxiedCall } from './proxied-call.js';
 import { RAW_REQUEST_HEADERS, type RawHeaders } from './request-headers.js';
-import { STREAM_WINDOW_BYTES } from './upstream.js';
+import { STREAM_WINDOW_BYTES } from './upstream-session.js';
 
 export interface IngressOptions extends ConnectionLimitOptions {
   readonly context: CallContext;

@@ -19,6 +19,8 @@ describe('startup validation', () => {
     [['--engine-request-limit', '4'], { DYN_DYNAMO_REQUEST_QUEUE_LIMIT: 'x' }, 'DYN_DYNAMO_REQUEST_QUEUE_LIMIT must be an integer >= 2, got "x"'],
     [['--upstream', 'localhost'], {}, '--upstream: expected HOST:PORT'],
     [['--listen', '127.0.0.1:70000'], {}, '--listen: port must be 0-65535, got 70000'],
+    [['--upstream-connections', '0'], {}, '--upstream-connections must be an integer in 1..64, got "0"'],
+    [[], { DYN_SIDECAR_UPSTREAM_CONNECTIONS: 'many' }, 'DYN_SIDECAR_UPSTREAM_CONNECTIONS must be an integer in 1..64, got "many"'],
     [['--system-port', 'http'], {}, '--system-port must be an integer in 0..65535, got "http"'],
     [['--nats-url', 'http://x:1'], {}, '--nats-url must be nats://HOST:PORT'],
     [[], { NATS_SERVER: 'not a url' }, 'NATS_SERVER must be nats://HOST:PORT'],

@@ -17,6 +17,16 @@ describe('bench parseOptions', () => {
     expect(() => parseOptions(['--scenario', 'memory'], KNOWN)).toThrow(/unknown scenario "memory" \(known: unary, streaming\)/);
   });
 
+  it('reads --upstream-connections as a list of K, one row each, and refuses a K out of 1..64 or named twice', () => {
+    const only = ['--scenario', 'unary'];
+    expect(parseOptions([...only, '--upstream-connections', '1,4', '--upstream-connections', '8'], KNOWN)).toMatchObject({ upstreamConnections: [1, 4, 8] });
+    expect(parseOptions(only, KNOWN)).toMatchObject({ upstreamConnections: [] });
+    expect(() => parseOptions([...only, '--upstream-connections', '0,4'], KNOWN)).toThrow(/--upstream-connections takes integers 1\.\.64, got 0,4/);
+    expect(() => parseOptions([...only, '--upstream-connections', 'many'], KNOWN)).toThrow(BenchUsageError);
+    expect(() => parseOptions([...only, '--upstream-connections', '4,4'], KNOWN)).toThrow(/names a K twice/);
+    expect(BENCH_USAGE).toContain('--upstream-connections');
+  });
+
   it('reads the defaults and --quick', () => {
     const full = parseOptions(['--scenario', 'unary'], KNOWN);
     const quick = parseOptions(['--quick', '--scenario', 'unary'], KNOWN);

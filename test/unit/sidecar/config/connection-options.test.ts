@@ -1,4 +1,4 @@
-/** The connection limits, /metrics cache and NATS liveness options: defaults, env twins, ranges. */
+/** The connection limits, engine connections, /metrics cache and NATS liveness options: defaults, env twins, ranges. */
 import { describe, expect, it } from 'vitest';
 import { SIDECAR_OPTIONS } from '../../../../src/sidecar/config/options.js';
 import { parseSidecarConfig } from '../../../../src/sidecar/config/sidecar-config.js';
@@ -11,6 +11,7 @@ describe('connection, metrics and NATS liveness options', () => {
       maxConcurrentStreams: 1000,
       idleTimeoutMs: 300_000,
       handshakeTimeoutMs: 10_000,
+      upstreamConnections: SIDECAR_OPTIONS.upstreamConnections.default,
       upstreamPingIntervalMs: 1000,
       upstreamPingTimeoutMs: 3000,
     });
@@ -24,6 +25,7 @@ describe('connection, metrics and NATS liveness options', () => {
       DYN_SIDECAR_MAX_CONCURRENT_STREAMS: '64',
       DYN_SIDECAR_IDLE_TIMEOUT_MS: '0',
       DYN_SIDECAR_HANDSHAKE_TIMEOUT_MS: '100',
+      DYN_SIDECAR_UPSTREAM_CONNECTIONS: '64',
       DYN_SIDECAR_UPSTREAM_PING_INTERVAL_MS: '250',
       DYN_SIDECAR_UPSTREAM_PING_TIMEOUT_MS: '750',
       DYN_SIDECAR_METRICS_CACHE_MS: '0',
@@ -34,16 +36,17 @@ describe('connection, metrics and NATS liveness options', () => {
       maxConcurrentStreams: 64,
       idleTimeoutMs: 0,
       handshakeTimeoutMs: 100,
+      upstreamConnections: 64,
       upstreamPingIntervalMs: 250,
       upstreamPingTimeoutMs: 750,
     });
     expect(config.metricsCacheMs).toBe(0);
     expect(config.load.natsLivenessTimeoutMs).toBe(500);
     const flagged = parseSidecarConfig(
-      { maxConcurrentStreams: '2147483647', idleTimeoutMs: '5000', metricsCacheMs: '250', natsLivenessTimeoutMs: '3000' },
+      { maxConcurrentStreams: '2147483647', idleTimeoutMs: '5000', upstreamConnections: '1', metricsCacheMs: '250', natsLivenessTimeoutMs: '3000' },
       env,
     );
-    expect(flagged.connections).toMatchObject({ maxConcurrentStreams: 2 ** 31 - 1, idleTimeoutMs: 5000 });
+    expect(flagged.connections).toMatchObject({ maxConcurrentStreams: 2 ** 31 - 1, idleTimeoutMs: 5000, upstreamConnections: 1 });
     expect(flagged.metricsCacheMs).toBe(250);
     expect(flagged.load.natsLivenessTimeoutMs).toBe(3000);
   });
@@ -56,6 +59,9 @@ describe('connection, metrics and NATS liveness options', () => {
     [{}, { DYN_SIDECAR_IDLE_TIMEOUT_MS: '2147483648' }, 'DYN_SIDECAR_IDLE_TIMEOUT_MS must be an integer in 0..2147483647, got "2147483648"'],
     [{ handshakeTimeoutMs: '99' }, {}, '--handshake-timeout-ms must be an integer in 100..2147483647, got "99"'],
     [{}, { DYN_SIDECAR_HANDSHAKE_TIMEOUT_MS: '1.5' }, 'DYN_SIDECAR_HANDSHAKE_TIMEOUT_MS must be an integer in 100..2147483647, got "1.5"'],
+    [{ upstreamConnections: '0' }, {}, '--upstream-connections must be an integer in 1..64, got "0"'],
+    [{ upstreamConnections: '65' }, {}, '--upstream-connections must be an integer in 1..64, got "65"'],
+    [{}, { DYN_SIDECAR_UPSTREAM_CONNECTIONS: '2.5' }, 'DYN_SIDECAR_UPSTREAM_CONNECTIONS must be an integer in 1..64, got "2.5"'],
     [{ upstreamPingIntervalMs: '0' }, {}, '--upstream-ping-interval-ms must be an integer in 10..3600000, got "0"'],
     [{}, { DYN_SIDECAR_UPSTREAM_PING_TIMEOUT_MS: '5' }, 'DYN_SIDECAR_UPSTREAM_PING_TIMEOUT_MS must be an integer in 10..3600000, got "5"'],
     [{ metricsCacheMs: 'x' }, {}, '--metrics-cache-ms must be an integer in 0..600000, got "x"'],
@@ -69,13 +75,14 @@ describe('connection, metrics and NATS liveness options', () => {
       'maxConcurrentStreams',
       'idleTimeoutMs',
       'handshakeTimeoutMs',
+      'upstreamConnections',
       'upstreamPingIntervalMs',
       'upstreamPingTimeoutMs',
       'metricsCacheMs',
       'natsLivenessTimeoutMs',
     ] as const) {
       const spec = SIDECAR_OPTIONS[key];
-      expect(spec.flag).toMatch(/^--[a-z-]+ <(n|ms)>$/);
+      expect(spec.flag).toMatch(/^--[a-z-]+ <(n|k|ms)>$/);
       expect(spec.env).toMatch(/^(DYN_|NATS_)/);
       expect(spec.default).toBeGreaterThan(0);
       expect(spec.help.length).toBeGreaterThan(20);

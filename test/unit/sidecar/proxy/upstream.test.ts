@@ -16,9 +16,10 @@ afterEach(async () => {
   for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
 });
 
+/** A pool of one connection (upstream.pool.test.ts has the pools of several). */
 function pool(port: number, options: Omit<UpstreamOptions, 'target'> = {}): { pool: UpstreamPool; log: RecordingLogger } {
   const log = recordingLogger();
-  const upstream = new UpstreamPool({ target: { host: '127.0.0.1', port }, ...options }, log);
+  const upstream = new UpstreamPool({ target: { host: '127.0.0.1', port }, connections: 1, ...options }, log);
   cleanups.push(() => upstream.close());
   return { pool: upstream, log };
 }
