@@ -155,6 +155,9 @@ export const SIDECAR_OPTIONS = {
   upstreamConnections: {
     flag: '--upstream-connections <k>',
     env: 'DYN_SIDECAR_UPSTREAM_CONNECTIONS',
+    // Measured against 4 and 8 (docs/data-plane.md): no token latency gain the benchmark could
+    // resolve, and 15-31% more CPU per unary call. More connections limit what one broken
+    // connection costs, for engines behind something that cuts connections.
     default: 1,
     help: 'HTTP/2 connections to the engine (1..64); each new call goes to the one with the fewest open calls among those answering PINGs, so one broken connection does not fail calls another can carry. Admission is unchanged: it counts calls, not connections',
   },

@@ -1,9 +1,10 @@
 /**
  * UpstreamPool: the engine connections, K of them (--upstream-connections), each an
  * UpstreamSession that keeps itself up (liveness by PING, reconnect with backoff, GOAWAY, TLS
- * renewal). HTTP/2 multiplexes, so one connection can carry every call; several let node flush
- * each connection's reads apart (docs/data-plane.md), and one broken connection then does not
- * fail calls that another healthy one can carry.
+ * renewal). HTTP/2 multiplexes, so one connection can carry every call. Several limit what one
+ * broken connection costs: it fails only the calls already on it, while the others carry the new
+ * ones. They were measured for latency too (docs/data-plane.md): no gain the benchmark could
+ * resolve, and more CPU per call, hence K = 1 by default.
  *
  * A new call goes to a connection that takes calls (SETTINGS came, PINGs answered in time, not
  * closing after GOAWAY), the one with the fewest open streams, ties in turn. When none does (all

@@ -300,6 +300,10 @@ describe('UpstreamPool of several connections', () => {
     expect(peer.connections).toBe(2);
   });
 
+  it('refuses a pool of no connection', () => {
+    expect(() => new UpstreamPool({ target: { host: '127.0.0.1', port: 1 }, connections: 0 }, recordingLogger())).toThrow(RangeError);
+  });
+
   it('closes every connection on close(), and takes no call after', async () => {
     const engine = await startHoldingEngine();
     const relay = await relayTo(engine.port);
