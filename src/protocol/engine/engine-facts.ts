@@ -173,10 +173,18 @@ function readVllmModelInfo(body: Buffer): EngineFacts {
   return known({ model: name(text(info, 2), text(info, 1)) });
 }
 
-function readSglangServerInfo(body: Buffer): EngineFacts {
+/**
+ * The JSON in field 1 (`json_info`) of SGLang's GetServerInfoResponse and GetLoadResponse,
+ * parsed; throws on bytes that are not such a message or on text that is not JSON.
+ */
+export function sglangJsonInfo(body: Uint8Array, what: string): unknown {
   const json = text(fields(body), 1);
-  if (json === undefined) throw new Error('GetServerInfoResponse without json_info');
-  const parsed: unknown = JSON.parse(json);
+  if (json === undefined) throw new Error(`${what} without json_info`);
+  return JSON.parse(json);
+}
+
+function readSglangServerInfo(body: Buffer): EngineFacts {
+  const parsed = sglangJsonInfo(body, 'GetServerInfoResponse');
   if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) throw new Error('json_info is not a JSON object');
   const info = parsed as Record<string, unknown>;
   const pageSize = positive(info['page_size']) ?? 1;

@@ -21,7 +21,7 @@
  * - num_running_reqs / num_waiting_reqs as running / waiting.
  */
 import { ENGINE_PATHS, type GenerateWire } from '../../protocol/engine/generate-wire.js';
-import protobuf from 'protobufjs/minimal.js';
+import { sglangJsonInfo } from '../../protocol/engine/engine-facts.js';
 import { vllmEngineMessage, type GetLoadsResponseMessage, type SchedulerLoadMessage } from '../../protocol/engine/engine-proto.js';
 import { GrpcStatus, statusName } from '../../protocol/grpc/status.js';
 import { unaryCall, type OpenStream } from '../../protocol/grpc/unary-call.js';
@@ -82,14 +82,7 @@ export function decodeGetLoads(body: Buffer, blockSize: number, kvTotalBlocks: n
  * default), so schedulerLoads treats it as not reported; a non-array throws.
  */
 export function sglangLoads(body: Buffer): SchedulerLoadMessage[] {
-  const r = protobuf.Reader.create(body);
-  let json: string | undefined;
-  while (r.pos < r.len) {
-    const tag = r.uint32();
-    if (tag === ((1 << 3) | 2)) json = r.string();
-    else r.skipType(tag & 7);
-  }
-  const parsed: unknown = JSON.parse(json ?? '');
+  const parsed = sglangJsonInfo(body, 'GetLoadResponse');
   if (!Array.isArray(parsed)) throw new Error('json_info is not a JSON array');
   const num = (entry: Record<string, unknown>, key: string): number => {
     const v = entry[key];
