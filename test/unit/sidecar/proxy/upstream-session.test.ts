@@ -7,7 +7,6 @@
 import {
   createSecureServer,
   createServer as createH2Server,
-  type ClientHttp2Stream,
   type Http2SecureServer,
   type Http2Server,
   type ServerHttp2Session,
@@ -20,6 +19,7 @@ import { fixturePki } from '../../../support/fixture-pki.js';
 import { startRawH2Peer } from '../../../support/raw-h2-peer.js';
 import { recordingLogger, type RecordingLogger } from '../../../support/recording-logger.js';
 import { waitFor } from '../../../support/wait.js';
+import { streamOutcome } from '../../../support/stream-outcome.js';
 
 const cleanups: (() => Promise<unknown> | void)[] = [];
 afterEach(async () => {
@@ -82,20 +82,6 @@ function upstreamSession(
   return { session, log, changes };
 }
 
-/** Ends the request side; resolves with the status and body, or the error's code. */
-function outcome(stream: ClientHttp2Stream): Promise<string> {
-  stream.end();
-  return new Promise((resolve) => {
-    let status = 0;
-    let body = '';
-    stream.setEncoding('utf8');
-    stream.on('response', (headers) => (status = Number(headers[':status'])));
-    stream.on('data', (chunk: string) => (body += chunk));
-    stream.on('end', () => resolve(`${status} ${body}`));
-    stream.on('error', (err: NodeJS.ErrnoException) => resolve(err.code ?? err.message));
-  });
-}
-
 const GET = { ':method': 'GET', ':path': '/' };
 
 describe('UpstreamSession', () => {
@@ -120,7 +106,7 @@ describe('UpstreamSession', () => {
     const engine = await startHoldingEngine(createH2Server());
     const { session } = upstreamSession(engine.port);
     const streams = [session.request(GET), session.request(GET), session.request(GET)];
-    const outcomes = streams.map(outcome);
+    const outcomes = streams.map(streamOutcome);
     expect(session.openStreams).toBe(3);
     await waitFor(() => engine.held.length === 3, 'three requests at the engine');
     engine.answer(engine.held[0]!);
@@ -142,7 +128,7 @@ describe('UpstreamSession', () => {
     session.start();
     await waitFor(() => session.takesCalls(), 'taking calls');
     const held = session.request(GET);
-    const done = outcome(held);
+    const done = streamOutcome(held);
     await waitFor(() => engine.held.length === 1, 'the request at the engine');
     engine.sessions[0]!.goaway(0, engine.held[0]!.id);
     await waitFor(() => held.session?.closed === true, 'the client to read the GOAWAY');
@@ -167,7 +153,7 @@ describe('UpstreamSession', () => {
     session.start();
     await waitFor(() => session.takesCalls(), 'taking calls over TLS');
     const held = session.request(GET);
-    const done = outcome(held);
+    const done = streamOutcome(held);
     await waitFor(() => engine.held.length === 1, 'the request at the engine');
 
     tls.generation = 1;

@@ -13,6 +13,7 @@ import { startH2Relay, type H2Relay, type RelayConnection } from '../../../suppo
 import { startRawH2Peer } from '../../../support/raw-h2-peer.js';
 import { recordingLogger, type RecordingLogger } from '../../../support/recording-logger.js';
 import { waitFor } from '../../../support/wait.js';
+import { streamOutcome } from '../../../support/stream-outcome.js';
 
 const cleanups: (() => Promise<unknown> | void)[] = [];
 afterEach(async () => {
@@ -80,17 +81,7 @@ function pool(port: number, connections: number, options: Omit<UpstreamOptions, 
 /** A request named `tag`, its request side ended; its outcome: the status and body, or the error's code. */
 function call(upstream: UpstreamPool, tag: string): { stream: ClientHttp2Stream; outcome: Promise<string> } {
   const stream = upstream.request({ ':method': 'POST', ':path': '/', [TAG]: tag });
-  stream.end();
-  const outcome = new Promise<string>((resolve) => {
-    let status = 0;
-    let body = '';
-    stream.setEncoding('utf8');
-    stream.on('response', (headers) => (status = Number(headers[':status'])));
-    stream.on('data', (chunk: string) => (body += chunk));
-    stream.on('end', () => resolve(`${status} ${body}`));
-    stream.on('error', (err: NodeJS.ErrnoException) => resolve(err.code ?? err.message));
-  });
-  return { stream, outcome };
+  return { stream, outcome: streamOutcome(stream) };
 }
 
 /** The relay connection a tagged call went on (its index), once the relay has seen it. */
