@@ -1,0 +1,39 @@
+/**
+ * A request's class: its priority and its tenant, as they travel from the frontend to the
+ * sidecar (gRPC metadata) and as any other client may send them.
+ *
+ *   x-request-priority  an int32, lower runs sooner (vLLM's `priority`: its scheduler and its
+ *                       native gRPC request field 12 use the same order)
+ *   x-tenant-id         1-256 visible ASCII characters (the OpenAI `user` field, or the header)
+ *
+ * Both halves parse them here, so a value the frontend forwards is one the sidecar accepts.
+ */
+export const PRIORITY_HEADER = 'x-request-priority';
+export const TENANT_HEADER = 'x-tenant-id';
+
+/** vLLM's field is an int32. */
+export const MIN_PRIORITY = -(2 ** 31);
+export const MAX_PRIORITY = 2 ** 31 - 1;
+export const MAX_TENANT_LENGTH = 256;
+
+/** A priority as a decimal integer in int32 range, or a message saying what is wrong with it. */
+export function parsePriority(text: string): number | { problem: string } {
+  const trimmed = text.trim();
+  if (!/^[+-]?\d{1,10}$/u.test(trimmed)) return { problem: `priority must be an integer, got ${JSON.stringify(text.slice(0, 40))}` };
+  return checkPriority(Number(trimmed));
+}
+
+/** A priority already a number (the OpenAI body's field): an integer in int32 range, or a problem. */
+export function checkPriority(value: number): number | { problem: string } {
+  if (!Number.isInteger(value)) return { problem: `priority must be an integer, got ${value}` };
+  if (value < MIN_PRIORITY || value > MAX_PRIORITY) return { problem: `priority must be between ${MIN_PRIORITY} and ${MAX_PRIORITY}, got ${value}` };
+  return value === 0 ? 0 : value; // -0 is 0
+}
+
+/** A tenant id: 1-256 visible ASCII characters (it goes into a header and a metric label), or a problem. */
+export function checkTenant(text: string): string | { problem: string } {
+  if (text.length === 0) return { problem: 'tenant must not be empty' };
+  if (text.length > MAX_TENANT_LENGTH) return { problem: `tenant must be at most ${MAX_TENANT_LENGTH} characters, got ${text.length}` };
+  if (!/^[\x21-\x7e]+$/u.test(text)) return { problem: 'tenant must be visible ASCII characters (no spaces or control characters)' };
+  return text;
+}
