@@ -70,7 +70,8 @@ export class OptionReader<S extends Specs> extends Problems {
     const found = this.raw(key);
     if (!found) return fallback;
     const text = found.value.trim();
-    const value = /^\d+$/.test(text) ? Number(text) : NaN;
+    // A sign only where the range has negative values: elsewhere "-1" reads as the typo it is.
+    const value = (min < 0 ? /^[+-]?\d+$/ : /^\d+$/).test(text) ? Number(text) : NaN;
     if (!Number.isSafeInteger(value) || value < min || value > max) {
       const range = max === Number.MAX_SAFE_INTEGER ? `an integer >= ${min}` : `an integer in ${min}..${max}`;
       this.report(found.source, `must be ${range}, got "${found.value}"`);

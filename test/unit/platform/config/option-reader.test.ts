@@ -70,6 +70,14 @@ describe('OptionReader values', () => {
       expect(read.problems).toEqual([`--limit must be an integer >= 0, got "${text || ' '}"`]);
     }
   });
+
+  it('takes a sign only where the range has negative values', () => {
+    expect(reader({ limit: '-3' }).integer('limit', -10, 10)).toBe(-3);
+    expect(reader({ limit: '+4' }).integer('limit', -10, 10)).toBe(4);
+    const read = reader({ limit: '-11' });
+    read.integer('limit', -10, 10);
+    expect(read.problems).toEqual(['--limit must be an integer in -10..10, got "-11"']);
+  });
 });
 
 describe('parseSwitch', () => {
