@@ -3,6 +3,7 @@
  * every phase (table), the deadline and header rules, and seeded random event sequences checking
  * the invariants (slot released exactly once, nothing written after the end, no throw).
  */
+import type { CallClass } from '../../../../src/sidecar/admission/waiting-room.js';
 import { constants, type IncomingHttpHeaders } from 'node:http2';
 import { describe, expect, it } from 'vitest';
 import { AdmissionGate, type Admission, type OnAdmit, type Permit } from '../../../../src/sidecar/admission/gate.js';
@@ -23,7 +24,13 @@ const DEADLINE_MS = 1000;
 class RecordingMetrics implements CallMetrics {
   readonly ended: number[] = [];
   readonly events: string[] = [];
-  rejected(reason: string): void {
+  readonly admittedClasses: CallClass[] = [];
+  readonly rejectedClasses: (CallClass | undefined)[] = [];
+  classAdmitted(callClass: CallClass): void {
+    this.admittedClasses.push(callClass);
+  }
+  rejected(reason: string, callClass?: CallClass): void {
+    this.rejectedClasses.push(callClass);
     this.events.push(reason === 'queue_full' ? 'rejected' : `rejected ${reason}`);
   }
   admittedFromQueue(): void {
