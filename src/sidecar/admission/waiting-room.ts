@@ -83,17 +83,12 @@ export class WaitingRoom {
   private passedOver = 0;
 
   /** @param starvationLimit the most admissions in a row that may pass over the call waiting longest (>= 1). */
-  constructor(private starvationLimit: number) {
+  constructor(private readonly starvationLimit: number) {
     checkStarvationLimit(starvationLimit);
   }
 
   get size(): number {
     return this.count;
-  }
-
-  setStarvationLimit(limit: number): void {
-    checkStarvationLimit(limit);
-    this.starvationLimit = limit;
   }
 
   add(call: QueuedCall): void {

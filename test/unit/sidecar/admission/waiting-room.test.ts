@@ -157,7 +157,7 @@ describe('WaitingRoom starvation bound', () => {
 
   it('refuses a bound below 1', () => {
     expect(() => new WaitingRoom(0)).toThrow(RangeError);
-    expect(() => new WaitingRoom(2).setStarvationLimit(1.5)).toThrow(RangeError);
+    expect(() => new WaitingRoom(1.5)).toThrow(RangeError);
   });
 });
 
