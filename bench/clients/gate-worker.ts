@@ -35,7 +35,7 @@ const fast = new AdmissionGate(1_000_000, 16);
 // A fixed ring of 64 outstanding permits: the oldest is released as each new one is admitted.
 const ring: (Permit | undefined)[] = new Array<Permit | undefined>(64).fill(undefined);
 let slot = 0;
-const noop = { onAdmitted: (): void => {} };
+const noop = { onAdmitted: (): void => {}, onDisplaced: (): void => {} };
 const fastPath = timeLoop('admit+release (fast path)', (n) => {
   for (let i = 0; i < n; i++) {
     const a = fast.acquire(noop);
@@ -47,7 +47,7 @@ const fastPath = timeLoop('admit+release (fast path)', (n) => {
 
 const queueGate = new AdmissionGate(32, 16);
 const held: Permit[] = [];
-const onAdmit = { onAdmitted: (permit: Permit): void => void held.push(permit) };
+const onAdmit = { onAdmitted: (permit: Permit): void => void held.push(permit), onDisplaced: (): void => {} };
 for (let i = 0; i < 32; i++) {
   const a = queueGate.acquire(onAdmit);
   if (a.kind === 'admitted') held.push(a.permit);

@@ -74,7 +74,7 @@ export async function startSidecar(config: SidecarConfig, deps: SidecarDeps): Pr
   const stateListeners = new Set<() => void>();
   const notifyState = (): void => stateListeners.forEach((listener) => listener());
   const { limit, queueLimit, firstTokenLimit } = gateLimits(config);
-  const gate = new AdmissionGate(limit, queueLimit, firstTokenLimit);
+  const gate = new AdmissionGate(limit, queueLimit, firstTokenLimit, config.priorityStarvationLimit);
   const settings = admissionSettingsOf(config);
   const pushback = new RetryPushback(settings, gate, () => realClock.now(), mulberry32((Math.random() * 2 ** 32) >>> 0));
 
@@ -101,7 +101,11 @@ export async function startSidecar(config: SidecarConfig, deps: SidecarDeps): Pr
   let draining = false;
   let drainAnnounced = false;
 
-  const metrics = new SidecarMetrics(registry, { gate, retryPushbackMs: () => pushback.estimateMs() }, () => upstream.reachable);
+  const metrics = new SidecarMetrics(
+    registry,
+    { gate, retryPushbackMs: () => pushback.estimateMs(), maxLabelValues: config.metricsMaxTenants },
+    () => upstream.reachable,
+  );
   const reporting = new LoadReporting({
     config: config.load,
     gate,
@@ -130,7 +134,7 @@ export async function startSidecar(config: SidecarConfig, deps: SidecarDeps): Pr
   const observer: CallObserver = {
     rejected: (reason) => {
       rejectionLog.rejected();
-      reporting.rejected({ untilAdmittable: reason !== 'queue_full' });
+      reporting.rejected({ untilAdmittable: reason !== 'queue_full' && reason !== 'displaced' });
     },
     dispatched: (headers) => reporting.tap(headers),
     slotReleased: (heldMs) => admission.pushback.slotHeld(heldMs),
@@ -142,7 +146,7 @@ export async function startSidecar(config: SidecarConfig, deps: SidecarDeps): Pr
     upstream,
     metrics,
     retryPushbackMs: () => admission.retryPushbackMs(),
-    queueRefusalMs: (deadlineLeftMs) => admission.queueRefusalMs(deadlineLeftMs),
+    queueRefusalMs: (deadlineLeftMs, priority) => admission.queueRefusalMs(deadlineLeftMs, priority),
     get queueTimeoutMs() {
       return admission.queueTimeoutMs;
     },
@@ -166,6 +170,7 @@ export async function startSidecar(config: SidecarConfig, deps: SidecarDeps): Pr
     context,
     services: [health, reporting.watchService],
     isDraining: () => draining,
+    defaultPriority: config.defaultPriority,
     maxConcurrentStreams: connections.maxConcurrentStreams,
     idleTimeoutMs: connections.idleTimeoutMs,
     handshakeTimeoutMs: connections.handshakeTimeoutMs,

@@ -121,7 +121,7 @@ export class AdmissionControl {
   }
 
   /**
-   * For a call that would have to queue now (no room in the engine): its expected wait in ms when
+   * For a call (of `priority`, when given) that would have to queue now (no room in the engine): its expected wait in ms when
    * that is too long to queue for, i.e. beyond --max-queue-wait-ms or the time the call's own
    * deadline leaves; `undefined` when it may queue (the setting is off, or the wait fits). The
    * proxy then refuses it at once with this wait as its pushback.
@@ -131,10 +131,11 @@ export class AdmissionControl {
    * to finish, a whole generation, and the sweep saw exactly those calls, queued in a fresh
    * sidecar's first second under overload, as its only TTFTs near a second.
    */
-  queueRefusalMs(deadlineLeftMs: number | undefined): number | undefined {
+  queueRefusalMs(deadlineLeftMs: number | undefined, priority?: number): number | undefined {
     const max = this.current.maxQueueWaitMs;
     if (max === 0) return undefined;
-    const wait = this.pushback.expectedWaitMs();
+    // A call waits only behind those of its own or a more urgent priority.
+    const wait = this.pushback.expectedWaitMs(priority === undefined ? undefined : this.deps.gate.queuedAhead(priority));
     if (wait === undefined) return Math.max(1, Math.round(this.pushback.estimateMs()));
     return wait > max || (deadlineLeftMs !== undefined && wait > deadlineLeftMs) ? Math.max(1, Math.round(wait)) : undefined;
   }

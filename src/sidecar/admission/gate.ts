@@ -1,6 +1,10 @@
 /**
  * AdmissionGate: N engine slots, at most F of them held by calls that have not yet had their
- * first token (the first-token limit, Infinity = off), and a FIFO overflow queue of Q waiters.
+ * first token (the first-token limit, Infinity = off), and an overflow queue of Q waiters, in
+ * the order of waiting-room.ts: by priority, round-robin across tenants, FIFO within a tenant,
+ * with a bound on how long the call waiting longest can be passed over. A full queue may give a
+ * queued call's place to a more urgent arrival (or to a tenant holding fewer places): the call
+ * displaced is told so (OnAdmit.onDisplaced) and ends like a refused one.
  * Knows nothing of HTTP/2; the proxy asks it for a slot, tells the permit when the engine's first
  * message passed (firstToken), and releases it when the call has fully ended. N, Q and F can
  * change while calls run (setLimits: the admin API, SIGHUP).
@@ -12,18 +16,22 @@
  * Invariants, true after every public method returns:
  *   0 <= awaitingFirst <= inEngine,  0 <= queued,
  *   queued > 0  =>  inEngine >= limit  or  awaitingFirst >= firstTokenLimit;
+ *   every waiter leaves the queue exactly once: admitted, cancelled, or displaced;
  *   inEngine and awaitingFirst only grow from below their limits (a call is admitted only while
  *   inEngine < limit and awaitingFirst < firstTokenLimit), and queued only from below queueLimit.
  * Without a lowering that is the steady-state form: inEngine <= limit, awaitingFirst <=
  * firstTokenLimit, queued <= queueLimit. After a lowering the counts may sit above the new limits
  * (calls already in the engine are never cancelled, waiters already queued are never dropped);
  * they only fall from there, and once a count is below its limit it never exceeds it again.
- * The third one is what makes FIFO hold: a freed slot goes straight to the head waiter, so a
- * newcomer finds either a free slot with an empty queue, or no free slot.
+ * The third one is what makes the queue's order hold: a freed slot goes straight to the next
+ * waiter, so a newcomer finds either a free slot with an empty queue, or no free slot. A
+ * displacement takes one waiter out for each it lets in, so it never grows the queue.
  *
  * Node runs this on one thread, so the cap is exact without the Q-1 channel sizing Dynamo needs
  * for its dispatcher task (see docs/decisions.md, "An exact gate of our own").
  */
+import { DEFAULT_PRIORITY_STARVATION_LIMIT } from '../config/sidecar-config.js';
+import { DEFAULT_CALL_CLASS, QueuedCall, WaitingRoom, type CallClass } from './waiting-room.js';
 
 /** Held from dispatch until the call ends. `release()` is idempotent: every exit path may call it. */
 export interface Permit {
@@ -42,24 +50,28 @@ export type Admission =
   { readonly kind: 'admitted'; readonly permit: Permit } | { readonly kind: 'queued'; readonly ticket: QueueTicket } | { readonly kind: 'rejected' };
 
 /**
- * Told with the permit when a queued waiter reaches a slot. An object rather than a function: a
- * proxied call passes itself, so admitting a call allocates no closure. Must not throw.
+ * Told with the permit when a queued waiter reaches a slot, or that it lost its place to a more
+ * urgent arrival. An object rather than a function: a proxied call passes itself, so admitting a
+ * call allocates no closure. Must not throw.
  */
 export interface OnAdmit {
   onAdmitted(permit: Permit): void;
+  /** Out of the queue for good (its place went to another call); the ticket is void. */
+  onDisplaced(): void;
 }
 
 const REJECTED: Admission = Object.freeze({ kind: 'rejected' });
 
-class Waiter implements QueueTicket {
-  prev: Waiter | undefined;
-  next: Waiter | undefined;
+class Waiter extends QueuedCall implements QueueTicket {
   waiting = true;
 
   constructor(
     private readonly unlink: (waiter: Waiter) => void,
     readonly onAdmit: OnAdmit,
-  ) {}
+    callClass: CallClass,
+  ) {
+    super(callClass);
+  }
 
   cancel(): boolean {
     if (!this.waiting) return false;
@@ -97,10 +109,7 @@ interface SlotOwner {
 export class AdmissionGate implements SlotOwner {
   private engineCount = 0;
   private awaitingFirstCount = 0;
-  private queueCount = 0;
-  // Doubly linked so a cancelled or expired waiter leaves the queue in O(1).
-  private head: Waiter | undefined;
-  private tail: Waiter | undefined;
+  private readonly room: WaitingRoom;
   private handingOff = false;
   private readonly unlinkWaiter = (waiter: Waiter): void => this.unlink(waiter);
 
@@ -116,9 +125,11 @@ export class AdmissionGate implements SlotOwner {
    * @param limit max calls in the engine; `Infinity` admits everything (admission off).
    * @param queueLimit max calls waiting; 0 means reject as soon as the engine is full.
    * @param firstTokenLimit max calls in the engine still waiting for their first token; `Infinity`: no such limit.
+   * @param starvationLimit the most admissions from the queue in a row that may pass over the call waiting longest.
    */
-  constructor(limit: number, queueLimit: number, firstTokenLimit = Infinity) {
+  constructor(limit: number, queueLimit: number, firstTokenLimit = Infinity, starvationLimit = DEFAULT_PRIORITY_STARVATION_LIMIT) {
     checkLimits(limit, queueLimit, firstTokenLimit);
+    this.room = new WaitingRoom(starvationLimit);
     this.limitValue = limit;
     this.queueLimitValue = queueLimit;
     this.firstTokenLimitValue = firstTokenLimit;
@@ -146,7 +157,7 @@ export class AdmissionGate implements SlotOwner {
 
   /** Whether a call arriving now would be admitted at once (it would otherwise queue or be refused). */
   get hasRoom(): boolean {
-    return this.queueCount === 0 && this.roomInEngine();
+    return this.room.size === 0 && this.roomInEngine();
   }
 
   /**
@@ -176,7 +187,17 @@ export class AdmissionGate implements SlotOwner {
 
   /** Calls waiting in the overflow queue. */
   get queued(): number {
-    return this.queueCount;
+    return this.room.size;
+  }
+
+  /** Calls queued that a call of `priority` queued now would wait behind (same or more urgent priority). */
+  queuedAhead(priority: number): number {
+    return this.room.queuedAhead(priority);
+  }
+
+  /** Calls queued per priority, most urgent first. */
+  queuedByPriority(): [priority: number, queued: number][] {
+    return this.room.sizesByPriority();
   }
 
   /**
@@ -196,37 +217,36 @@ export class AdmissionGate implements SlotOwner {
   }
 
   /**
-   * Admit now (a free slot and nobody waiting), queue (room in the queue), or reject.
-   * `onAdmit` is only called for a queued call, later, when it reaches a slot.
+   * Admit now (a free slot and nobody waiting), queue (room in the queue, or a place a full
+   * queue gives up for this class: waiting-room.ts), or reject. `onAdmit` is only called for a
+   * queued call, later: when it reaches a slot, or when it is displaced in turn.
    */
-  acquire(onAdmit: OnAdmit): Admission {
+  acquire(onAdmit: OnAdmit, callClass: CallClass = DEFAULT_CALL_CLASS): Admission {
     if (this.hasRoom) {
       this.engineCount++;
       this.awaitingFirstCount++;
       this.changed();
       return { kind: 'admitted', permit: new SlotPermit(this) };
     }
-    if (this.queueCount < this.queueLimitValue) {
-      const waiter = new Waiter(this.unlinkWaiter, onAdmit);
-      waiter.prev = this.tail;
-      if (this.tail) this.tail.next = waiter;
-      else this.head = waiter;
-      this.tail = waiter;
-      this.queueCount++;
-      this.changed();
-      return { kind: 'queued', ticket: waiter };
+    let displaced: Waiter | undefined;
+    if (this.room.size >= this.queueLimitValue) {
+      if (this.queueLimitValue === 0) return REJECTED;
+      displaced = this.room.displaceableBy(callClass) as Waiter | undefined;
+      if (!displaced) return REJECTED;
+      displaced.waiting = false;
+      this.room.remove(displaced);
     }
-    return REJECTED;
+    const waiter = new Waiter(this.unlinkWaiter, onAdmit, callClass);
+    this.room.add(waiter);
+    this.changed();
+    // Told last, with the queue already in its new state: its answer may run any code.
+    displaced?.onAdmit.onDisplaced();
+    return { kind: 'queued', ticket: waiter };
   }
 
   private unlink(waiter: Waiter): void {
     waiter.waiting = false;
-    if (waiter.prev) waiter.prev.next = waiter.next;
-    else this.head = waiter.next;
-    if (waiter.next) waiter.next.prev = waiter.prev;
-    else this.tail = waiter.prev;
-    waiter.prev = waiter.next = undefined;
-    this.queueCount--;
+    this.room.remove(waiter);
     this.changed();
   }
 
@@ -253,15 +273,15 @@ export class AdmissionGate implements SlotOwner {
     return this.engineCount < this.limitValue && this.awaitingFirstCount < this.firstTokenLimitValue;
   }
 
-  /** Room in the engine goes to the head of the queue, oldest first, until there is none or nobody waits. */
+  /** Room in the engine goes to the queue's next waiter (waiting-room.ts), until there is none or nobody waits. */
   private handOff(): void {
     this.handingOff = true;
     try {
       // A loop, not recursion: an onAdmit that releases at once (upstream refused) frees the
       // slot again, and the next waiter gets it here without growing the stack.
-      while (this.head && this.roomInEngine()) {
-        const waiter = this.head;
-        this.unlinkForAdmission(waiter);
+      while (this.room.size > 0 && this.roomInEngine()) {
+        const waiter = this.room.takeNext() as Waiter;
+        waiter.waiting = false;
         this.engineCount++;
         this.awaitingFirstCount++;
         waiter.onAdmit.onAdmitted(new SlotPermit(this));
@@ -269,15 +289,6 @@ export class AdmissionGate implements SlotOwner {
     } finally {
       this.handingOff = false;
     }
-  }
-
-  private unlinkForAdmission(waiter: Waiter): void {
-    waiter.waiting = false;
-    this.head = waiter.next;
-    if (this.head) this.head.prev = undefined;
-    else this.tail = undefined;
-    waiter.next = undefined;
-    this.queueCount--;
   }
 }
 

@@ -104,10 +104,12 @@ export class RetryPushback {
 
   /**
    * How long a call that joined the queue now would wait for room, in ms: 0 when there is room,
-   * `undefined` while a limit binds whose time has not been observed yet.
+   * `undefined` while a limit binds whose time has not been observed yet. `queuedAhead`: the calls
+   * it would wait behind (by default every queued call; fewer for an urgent one).
    */
-  expectedWaitMs(): number | undefined {
-    const { inEngine, queued, limit, awaitingFirstToken, firstTokenLimit } = this.gate;
+  expectedWaitMs(queuedAhead?: number): number | undefined {
+    const { inEngine, limit, awaitingFirstToken, firstTokenLimit } = this.gate;
+    const queued = queuedAhead ?? this.gate.queued;
     let wait = 0;
     if (inEngine >= limit) {
       const mean = this.meanSlotMs;

@@ -103,6 +103,24 @@ export const SIDECAR_OPTIONS = {
     default: 0,
     help: 'a call joins the queue only if its expected wait (from how fast slots and first tokens have come free lately) fits within this and within its own deadline; otherwise it gets RESOURCE_EXHAUSTED at once with that expected wait as its pushback, so the frontend can go elsewhere now instead of after the wait. Until a call has ended there is no estimate, and a call that finds no room is refused at once with --retry-pushback-ms; 0 = off (the queue timeout still applies)',
   },
+  priorityStarvationLimit: {
+    flag: '--priority-starvation-limit <n>',
+    env: 'DYN_SIDECAR_PRIORITY_STARVATION_LIMIT',
+    default: 16,
+    help: 'queued calls reach the engine by priority (x-request-priority, lower first), round-robin across tenants (x-tenant-id) within a priority; at least one admission from the queue in every n + 1 goes to the call that has waited longest, whatever its priority, so no call waits for ever behind more urgent ones. Integer >= 1',
+  },
+  defaultPriority: {
+    flag: '--default-priority <p>',
+    env: 'DYN_SIDECAR_DEFAULT_PRIORITY',
+    default: 0,
+    help: 'the priority of a call that sends no x-request-priority metadata (an int32; lower runs sooner, as in vLLM)',
+  },
+  metricsMaxTenants: {
+    flag: '--metrics-max-tenants <k>',
+    env: 'DYN_SIDECAR_METRICS_MAX_TENANTS',
+    default: 20,
+    help: 'per-tenant metric series: the first k tenants seen get their own tenant label, every later one is counted as tenant="other" (the same bound applies to priority values); 0 counts every tenant as other',
+  },
   drainGraceMs: {
     flag: '--drain-grace-ms <ms>',
     env: 'DYN_SIDECAR_DRAIN_GRACE_MS',

@@ -8,6 +8,7 @@ import { ENGINE_METRICS_FORMATS, type EngineMetricsFormatOption } from '../../pr
 import { EVENT_FORMATS, type EventFormat } from '../../protocol/dynamo-event.js';
 import type { LogLevel } from '../../platform/log.js';
 import { MAX_TIMER_MS } from '../../protocol/grpc/deadline.js';
+import { MAX_PRIORITY, MIN_PRIORITY } from '../../protocol/request-class.js';
 import { isUnspecifiedHost } from './advertise-address.js';
 import { type HostPort } from '../../platform/config/host-port.js';
 import { SIDECAR_OPTIONS, type RawFlags, type SidecarOptionKey } from './options.js';
@@ -46,6 +47,12 @@ export interface SidecarConfig {
   readonly firstTokenLimit: number | undefined;
   /** A call whose expected queue wait exceeds this is refused at once; 0: off. */
   readonly maxQueueWaitMs: number;
+  /** Admissions from the queue in a row that may pass over the call waiting longest. */
+  readonly priorityStarvationLimit: number;
+  /** The priority of a call without x-request-priority. */
+  readonly defaultPriority: number;
+  /** Tenants (and priority values) with a metric series of their own; the rest are `other`. */
+  readonly metricsMaxTenants: number;
   readonly drainGraceMs: number;
   /** On SIGTERM: report draining and keep serving this long before refusing new calls. */
   readonly drainDelayMs: number;
@@ -134,6 +141,8 @@ export interface LoadConfig {
 // needs one without a parsed config (classes built in tests, help text).
 const D = SIDECAR_OPTIONS;
 export const DEFAULT_REQUEST_QUEUE_LIMIT: number = D.requestQueueLimit.default;
+export const DEFAULT_PRIORITY_STARVATION_LIMIT: number = D.priorityStarvationLimit.default;
+export const DEFAULT_METRICS_MAX_TENANTS: number = D.metricsMaxTenants.default;
 /** `--engine-request-limit auto`: N = ceil(this x max_num_seqs x dp ranks), Dynamo's coming admission gate's default. */
 export const AUTO_LIMIT_FACTOR = 1.5;
 /** `--engine-request-limit auto` before the engine has told its capacity, or when it cannot: Dynamo's own fallback. */
@@ -235,6 +244,9 @@ export function parseSidecarConfig(flags: RawFlags, env: Env, readFile: (path: s
     adaptiveMinLimit: read.integer('adaptiveMinLimit', LIVE_SETTINGS.adaptiveMinLimit.min, LIVE_SETTINGS.adaptiveMinLimit.max),
     firstTokenLimit: read.integer('firstTokenLimit', LIVE_SETTINGS.firstTokenLimit.min, LIVE_SETTINGS.firstTokenLimit.max),
     maxQueueWaitMs: read.integer('maxQueueWaitMs', LIVE_SETTINGS.maxQueueWaitMs.min, LIVE_SETTINGS.maxQueueWaitMs.max),
+    priorityStarvationLimit: read.integer('priorityStarvationLimit', 1, 1_000_000),
+    defaultPriority: read.integer('defaultPriority', MIN_PRIORITY, MAX_PRIORITY),
+    metricsMaxTenants: read.integer('metricsMaxTenants', 0, 10_000),
     drainGraceMs: read.integer('drainGraceMs', 0, 3_600_000),
     drainDelayMs: read.integer('drainDelayMs', 0, 3_600_000),
     adminToken: parseAdminToken(read),

@@ -10,10 +10,19 @@ import { Counter, Gauge, Histogram, collectDefaultMetrics, type Registry } from 
 import { CHANGE_SOURCES, type ChangeSource } from '../admission/admission-control.js';
 import type { AdmissionGate } from '../admission/gate.js';
 import { statusName } from '../../protocol/grpc/status.js';
+import { BoundedLabels } from '../../platform/metrics/bounded-labels.js';
+import type { CallClass } from '../admission/waiting-room.js';
+import { DEFAULT_METRICS_MAX_TENANTS } from '../config/sidecar-config.js';
 
 export type UpstreamErrorKind = 'connect' | 'reset' | 'session_lost';
-/** Why a call got RESOURCE_EXHAUSTED: engine and queue full on arrival, its expected queue wait too long (--max-queue-wait-ms), or queued past the queue timeout. */
-const REJECTION_REASONS = ['queue_full', 'expected_wait', 'queue_timeout'] as const;
+/**
+ * Why a call got RESOURCE_EXHAUSTED: engine and queue full on arrival, its expected queue wait too
+ * long (--max-queue-wait-ms), queued past the queue timeout, or its place in a full queue taken by
+ * a more urgent call (or a tenant holding fewer places).
+ */
+const REJECTION_REASONS = ['queue_full', 'expected_wait', 'queue_timeout', 'displaced'] as const;
+const CLASS_OUTCOMES = ['admitted', 'rejected'] as const;
+type ClassOutcome = (typeof CLASS_OUTCOMES)[number];
 export type RejectionReason = (typeof REJECTION_REASONS)[number];
 
 export interface AdmissionView {
@@ -21,6 +30,8 @@ export interface AdmissionView {
   readonly gate: AdmissionGate;
   /** The pushback a refusal would carry now, before jitter. */
   readonly retryPushbackMs: () => number;
+  /** Tenants, and priority values, with a series of their own (--metrics-max-tenants); the rest are `other`. */
+  readonly maxLabelValues?: number;
 }
 
 export class SidecarMetrics {
@@ -31,6 +42,10 @@ export class SidecarMetrics {
   private readonly cancelledInQueue: Counter;
   private readonly deadlineInQueue: Counter;
   private readonly upstreamErrors: Counter<'kind'>;
+  private readonly tenantLabels: BoundedLabels;
+  private readonly priorityLabels: BoundedLabels;
+  /** Calls by tenant label, priority label and outcome; plain numbers, handed to prom-client at scrape time. */
+  private readonly classCounts = new Map<string, Map<string, Record<ClassOutcome, number>>>();
 
   constructor(
     readonly registry: Registry,
@@ -39,6 +54,9 @@ export class SidecarMetrics {
   ) {
     const registers = [registry];
     const { gate } = admission;
+    this.tenantLabels = new BoundedLabels(admission.maxLabelValues ?? DEFAULT_METRICS_MAX_TENANTS);
+    this.priorityLabels = new BoundedLabels(admission.maxLabelValues ?? DEFAULT_METRICS_MAX_TENANTS);
+    const priorityLabels = this.priorityLabels;
     new Gauge({
       name: 'dynamo_engine_request',
       help: 'Calls currently inside the engine (admitted, not yet ended).',
@@ -67,13 +85,36 @@ export class SidecarMetrics {
     });
     new Counter({
       name: 'dynamo_sidecar_rejections_total',
-      help: 'Calls rejected with RESOURCE_EXHAUSTED, by reason: queue_full (engine and queue full on arrival), expected_wait (the expected queue wait exceeded --max-queue-wait-ms or the call deadline), queue_timeout (queued longer than the queue timeout).',
+      help: 'Calls rejected with RESOURCE_EXHAUSTED, by reason: queue_full (engine and queue full on arrival), expected_wait (the expected queue wait exceeded --max-queue-wait-ms or the call deadline), queue_timeout (queued longer than the queue timeout), displaced (its place in the full queue went to a more urgent call, or to a tenant holding fewer places).',
       labelNames: ['reason'],
       registers,
       // Both series from the start (at 0), so rate() sees the first rejection.
       collect() {
         this.reset();
         for (const reason of REJECTION_REASONS) this.inc({ reason }, rejections[reason]);
+      },
+    });
+    const classCounts = this.classCounts;
+    new Counter({
+      name: 'dynamo_sidecar_class_requests_total',
+      help: 'Calls by priority (x-request-priority, or --default-priority) and tenant (x-tenant-id; "" for none) and outcome: admitted (reached an engine slot) or rejected (RESOURCE_EXHAUSTED, any reason). The first --metrics-max-tenants tenants, and priority values, seen get their own label; later ones are counted as "other".',
+      labelNames: ['priority', 'tenant', 'outcome'],
+      registers,
+      collect() {
+        this.reset();
+        for (const [tenant, byPriority] of classCounts) {
+          for (const [priority, counts] of byPriority) for (const outcome of CLASS_OUTCOMES) this.inc({ priority, tenant, outcome }, counts[outcome]);
+        }
+      },
+    });
+    new Gauge({
+      name: 'dynamo_sidecar_queued_requests',
+      help: 'Calls waiting in the sidecar for an engine slot, by priority (the priority label bounded as in dynamo_sidecar_class_requests_total).',
+      labelNames: ['priority'],
+      registers,
+      collect() {
+        this.reset();
+        for (const [priority, queued] of gate.queuedByPriority()) this.inc({ priority: priorityLabels.label(String(priority)) }, queued);
       },
     });
     new Gauge({
@@ -172,8 +213,24 @@ export class SidecarMetrics {
     }
   }
 
-  rejected(reason: RejectionReason): void {
+  rejected(reason: RejectionReason, callClass?: CallClass): void {
     this.rejectionCounts[reason]++;
+    if (callClass) this.classCountsOf(callClass).rejected++;
+  }
+
+  /** A call of this class reached an engine slot (at once or from the queue). */
+  classAdmitted(callClass: CallClass): void {
+    this.classCountsOf(callClass).admitted++;
+  }
+
+  private classCountsOf(callClass: CallClass): Record<ClassOutcome, number> {
+    const tenant = this.tenantLabels.label(callClass.tenant);
+    const priority = this.priorityLabels.label(String(callClass.priority));
+    let byPriority = this.classCounts.get(tenant);
+    if (!byPriority) this.classCounts.set(tenant, (byPriority = new Map<string, Record<ClassOutcome, number>>()));
+    let counts = byPriority.get(priority);
+    if (!counts) byPriority.set(priority, (counts = { admitted: 0, rejected: 0 }));
+    return counts;
   }
 
   admissionChanged(source: ChangeSource): void {

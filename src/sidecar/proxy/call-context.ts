@@ -79,7 +79,7 @@ export interface CallClock {
 
 export type CallMetrics = Pick<
   SidecarMetrics,
-  'rejected' | 'admittedFromQueue' | 'cancelledWhileQueued' | 'deadlineWhileQueued' | 'upstreamError' | 'callEnded'
+  'rejected' | 'classAdmitted' | 'admittedFromQueue' | 'cancelledWhileQueued' | 'deadlineWhileQueued' | 'upstreamError' | 'callEnded'
 >;
 
 /** A call waiting for its dispatch turn. */
@@ -94,10 +94,10 @@ export interface CallContext {
   /** The retry pushback (ms) for one refusal, asked once per refusal: fixed, or adaptive (admission decides; the proxy builds the answer). */
   retryPushbackMs(): number;
   /**
-   * For a call that would queue: its expected wait (ms) when it should be refused at once instead
-   * (--max-queue-wait-ms), else undefined. Unset: every call may queue.
+   * For a call of `priority` that would queue: its expected wait (ms) when it should be refused
+   * at once instead (--max-queue-wait-ms), else undefined. Unset: every call may queue.
    */
-  queueRefusalMs?(deadlineLeftMs: number | undefined): number | undefined;
+  queueRefusalMs?(deadlineLeftMs: number | undefined, priority: number): number | undefined;
   /** A call queued longer than this is refused with RESOURCE_EXHAUSTED; read when it queues. 0 or unset: none. */
   readonly queueTimeoutMs?: number;
   readonly clock: CallClock;

@@ -6,7 +6,8 @@
  *     └── rejected, expired, cancelled, deadline, shutdown: the sidecar's own answer or a reset ────────────────────────►│
  *
  *   queued             waiting for an engine slot (holds a queue ticket); nothing sent upstream yet;
- *                      past the queue timeout it is refused like a full worker (RESOURCE_EXHAUSTED)
+ *                      past the queue timeout, or displaced from a full queue by a more urgent call,
+ *                      it is refused like a full worker (RESOURCE_EXHAUSTED)
  *   dispatching        holds a slot; waits for its dispatch turn: at once, or, on a connection that
  *                      resets calls early, at the end of the current I/O read, so a reset that came
  *                      in the same read (Rapid Reset) is seen first and the engine never hears of it
@@ -17,7 +18,7 @@
  *
  * NEXT_PHASES lists the transitions; a call changes phase only through it. ACTS_IN lists, for
  * every event (client data/end/reset/close, engine response/data/trailers/reset/close/error,
- * flow-control drains, deadline, queue timeout, shutdown), the phases in which it acts; in every
+ * flow-control drains, deadline, queue timeout, displacement, shutdown), the phases in which it acts; in every
  * other phase the event is ignored (a permit that arrives late is given back).
  */
 import type { CallEvents } from './call-listeners.js';
@@ -40,8 +41,9 @@ export const BEFORE_RESPONSE: readonly CallPhase[] = ['queued', 'dispatching', '
 const LIVE: readonly CallPhase[] = ['queued', 'dispatching', 'awaiting_response', 'streaming', 'ending'];
 
 /** Where each event acts; everywhere else it is ignored. */
-export const ACTS_IN: Readonly<Record<keyof CallEvents | 'onDispatchTurn' | 'shutdown', readonly CallPhase[]>> = {
+export const ACTS_IN: Readonly<Record<keyof CallEvents | 'onDispatchTurn' | 'onDisplaced' | 'shutdown', readonly CallPhase[]>> = {
   onAdmitted: ['queued'], // the ticket is cancelled whenever a call leaves the queue; a late permit is given back
+  onDisplaced: ['queued'], // only a queued call has a place to lose
   onDispatchTurn: ['dispatching'],
   onDeadline: LIVE,
   onQueueTimeout: ['queued'], // admitted in time: the timer was cleared, a late one changes nothing

@@ -8,7 +8,9 @@
  *   protocol       only gRPC (content-type application/grpc*) is proxied
  *   draining       after SIGTERM nothing new is admitted (UNAVAILABLE)
  *   deadline       grpc-timeout is parsed once; the sidecar times queued calls itself
- *   admission      engine slot now, a place in the FIFO queue, or RESOURCE_EXHAUSTED
+ *   class          x-request-priority and x-tenant-id (call-class.ts): where the call queues
+ *   admission      engine slot now, a place in the queue (by priority, round-robin across
+ *                  tenants), or RESOURCE_EXHAUSTED
  *   upstream       connection-specific headers dropped; headers and bytes forwarded to the engine and back
  *
  * The last two live in ProxiedCall, the call's state machine, which owns the call's slot until
@@ -29,6 +31,7 @@ import type { ServerTls } from '../../platform/tls/server-tls.js';
 import { parseGrpcTimeout } from '../../protocol/grpc/deadline.js';
 import { respondTrailersOnly, trailersOnlyHeaders } from '../../protocol/grpc/respond.js';
 import { CallError } from './call-error.js';
+import { callClassOf } from './call-class.js';
 import type { CallContext } from './call-context.js';
 import { closeAfterFin, limitConnection, trackStream, type ConnectionLimitOptions } from './connection-limits.js';
 import type { LocalService } from './local-service.js';
@@ -42,6 +45,8 @@ export interface IngressOptions extends ConnectionLimitOptions {
   /** Services answered by the sidecar itself, asked in order. */
   readonly services: readonly LocalService[];
   readonly isDraining: () => boolean;
+  /** The priority of a call without x-request-priority. */
+  readonly defaultPriority?: number;
   /** SETTINGS_MAX_CONCURRENT_STREAMS advertised to every client connection. */
   readonly maxConcurrentStreams: number;
   /** HTTP/2 over TLS (ALPN h2 only, no HTTP/1.1), its certificate kept fresh; undefined: h2c. */
@@ -121,7 +126,10 @@ export class Ingress {
       deadlineAt = context.clock.now() + ms;
     }
 
-    new ProxiedCall(context, stream, headers, deadlineAt, this.openCalls, RAW_REQUEST_HEADERS ? rawHeaders : undefined).start();
+    const callClass = callClassOf(headers, this.options.defaultPriority ?? 0);
+    if (callClass instanceof CallError) return this.refuse(stream, callClass);
+
+    new ProxiedCall(context, stream, headers, deadlineAt, this.openCalls, RAW_REQUEST_HEADERS ? rawHeaders : undefined, callClass).start();
   }
 
   /** The drain grace period is over: every call still open ends with UNAVAILABLE (retryable elsewhere). */

@@ -10,6 +10,7 @@
  */
 import { constants, type IncomingHttpHeaders, type OutgoingHttpHeaders } from 'node:http2';
 import type { Permit, QueueTicket } from '../admission/gate.js';
+import { DEFAULT_CALL_CLASS, type CallClass } from '../admission/waiting-room.js';
 import { statusTrailers, trailersOnlyHeaders } from '../../protocol/grpc/respond.js';
 import { GrpcStatus, parseStatus } from '../../protocol/grpc/status.js';
 import type { RejectionReason } from '../metrics/sidecar-metrics.js';
@@ -52,6 +53,8 @@ export class ProxiedCall implements OpenCall, DispatchTurn, StreamFaultSink, Cal
     private readonly openCalls?: Set<OpenCall>,
     /** The same headers as node's raw list, forwarded as such where node takes one (RAW_REQUEST_HEADERS). */
     private readonly rawHeaders?: RawHeaders,
+    /** Its priority and tenant (call-class.ts): where it queues, and what it may displace. */
+    private readonly callClass: CallClass = DEFAULT_CALL_CLASS,
   ) {
     this.arrivedAt = ctx.clock.now();
     this.timers = new CallTimers(ctx.clock, this);
@@ -67,9 +70,11 @@ export class ProxiedCall implements OpenCall, DispatchTurn, StreamFaultSink, Cal
   /** Admission: refuse an expired call, else a slot now, a place in the queue, or RESOURCE_EXHAUSTED (full, or the wait too long). */
   start(): void {
     if (this.deadlineAt !== undefined && this.deadlineAt <= this.arrivedAt) return this.answer(new CallError('deadline_exceeded', DEADLINE_BEFORE_ENGINE));
-    const waitMs = this.ctx.gate.hasRoom ? undefined : this.ctx.queueRefusalMs?.(this.deadlineAt === undefined ? undefined : this.deadlineAt - this.arrivedAt);
+    const waitMs = this.ctx.gate.hasRoom
+      ? undefined
+      : this.ctx.queueRefusalMs?.(this.deadlineAt === undefined ? undefined : this.deadlineAt - this.arrivedAt, this.callClass.priority);
     if (waitMs !== undefined) return this.reject('expected_wait', waitMs); // too long a wait to queue for
-    const admission = this.ctx.gate.acquire(this);
+    const admission = this.ctx.gate.acquire(this, this.callClass);
     if (admission.kind === 'rejected') return this.reject('queue_full');
     this.openCalls?.add(this);
     listenForClientGone(this.downstream);
@@ -101,6 +106,13 @@ export class ProxiedCall implements OpenCall, DispatchTurn, StreamFaultSink, Cal
     } catch (err) {
       this.onStreamFault('dispatch', err);
     }
+  }
+
+  /** A more urgent call (or a tenant with fewer places) took this one's place in the full queue: refused as a full worker is. */
+  onDisplaced(): void {
+    if (!this.actsOn('onDisplaced')) return;
+    this.ticket = undefined; // void already: the gate took it out
+    this.reject('displaced');
   }
 
   onDeadline(): void {
@@ -248,6 +260,7 @@ export class ProxiedCall implements OpenCall, DispatchTurn, StreamFaultSink, Cal
   /** Holds the slot until the dispatch turn (see 'dispatching' above). */
   private awaitDispatchTurn(permit: Permit, now: number): void {
     this.slot = new SlotLease(permit, now);
+    this.ctx.metrics.classAdmitted(this.callClass);
     this.transition('dispatching');
     this.ctx.scheduleDispatch(this, this.downstream);
   }
@@ -298,7 +311,7 @@ export class ProxiedCall implements OpenCall, DispatchTurn, StreamFaultSink, Cal
 
   /** Refused like a full worker: RESOURCE_EXHAUSTED with the retry pushback (or the given one), Trailers-Only. */
   private reject(reason: RejectionReason, pushbackMs = this.ctx.retryPushbackMs()): void {
-    this.ctx.metrics.rejected(reason);
+    this.ctx.metrics.rejected(reason, this.callClass);
     this.ctx.observer?.rejected(reason);
     this.endWith(GrpcStatus.RESOURCE_EXHAUSTED, overloadResponse(pushbackMs));
   }

@@ -155,7 +155,7 @@ describe('AdmissionControl', () => {
     expect(control.retryPushbackMs()).toBe(250);
     control.change({ retryPushbackMs: 40 }, 'api');
     expect(control.retryPushbackMs()).toBe(40);
-    for (let i = 0; i < 18; i++) gate.acquire({ onAdmitted: () => {} });
+    for (let i = 0; i < 18; i++) gate.acquire(admitting(() => {}));
     control.pushback.slotHeld(1600);
     control.change({ retryPushbackMode: 'adaptive' }, 'api');
     // 16 queued + 1, N = 2, 1600 ms per call: 13,600 ms, above the default maximum of 10,000.

@@ -458,3 +458,177 @@ describe('AdmissionGate first-token limit (F)', () => {
     expect(firstTokens).toBeGreaterThan(1000);
   });
 });
+
+describe('AdmissionGate priorities and tenants', () => {
+  function full(limit: number, queueLimit: number) {
+    const gate = new AdmissionGate(limit, queueLimit);
+    const permits: Permit[] = [];
+    for (let i = 0; i < limit; i++) {
+      const a = gate.acquire(admitting(() => {}));
+      if (a.kind === 'admitted') permits.push(a.permit);
+    }
+    return { gate, permits };
+  }
+
+  it('hands freed slots to the most urgent waiter first', () => {
+    const { gate, permits } = full(1, 4);
+    const admitted: string[] = [];
+    const queue = (name: string, priority: number) =>
+      gate.acquire(
+        admitting(() => admitted.push(name)),
+        { priority, tenant: '' },
+      );
+    queue('batch', 5);
+    queue('interactive', 0);
+    queue('normal', 2);
+    permits[0]!.release();
+    expect(admitted).toEqual(['interactive']);
+  });
+
+  it('displaces the newest call of the lowest priority when full: it is told once, and N + Q stays exact', () => {
+    const { gate } = full(2, 2);
+    const told: string[] = [];
+    const queue = (name: string, priority: number) =>
+      gate.acquire(
+        admitting(
+          () => told.push(`${name} admitted`),
+          () => told.push(`${name} displaced`),
+        ),
+        { priority, tenant: '' },
+      );
+    expect(queue('low1', 5).kind).toBe('queued');
+    expect(queue('low2', 5).kind).toBe('queued');
+    expect(queue('same', 5).kind).toBe('rejected'); // not more urgent: refused
+    const high = queue('high', 0);
+    expect(high.kind).toBe('queued');
+    expect(told).toEqual(['low2 displaced']);
+    expect(gate.queued).toBe(2);
+    expect(gate.inEngine).toBe(2);
+    expect(queue('high2', 0).kind).toBe('queued'); // low1 goes too
+    expect(queue('high3', 0).kind).toBe('rejected'); // nothing below 0 left
+    expect(told).toEqual(['low2 displaced', 'low1 displaced']);
+    expect(gate.queued).toBe(2);
+  });
+
+  it('a displaced call has left the queue: cancelling its ticket is a no-op', () => {
+    const { gate } = full(1, 2);
+    const low = gate.acquire(
+      admitting(() => {}),
+      { priority: 9, tenant: '' },
+    );
+    gate.acquire(
+      admitting(() => {}),
+      { priority: 9, tenant: '' },
+    );
+    gate.acquire(
+      admitting(() => {}),
+      { priority: 0, tenant: '' },
+    );
+    expect(low.kind).toBe('queued');
+    const second = gate.acquire(
+      admitting(() => {}),
+      { priority: 0, tenant: '' },
+    );
+    expect(second.kind).toBe('queued');
+    if (low.kind === 'queued') expect(low.ticket.cancel()).toBe(false);
+    expect(gate.queued).toBe(2);
+  });
+
+  it('with no queue (Q = 0) refuses even the most urgent call', () => {
+    const { gate } = full(1, 0);
+    expect(
+      gate.acquire(
+        admitting(() => {}),
+        { priority: -100, tenant: '' },
+      ).kind,
+    ).toBe('rejected');
+  });
+
+  it('lets a tenant that holds few places push out the newest call of one that holds many', () => {
+    const { gate } = full(1, 3);
+    const displaced: string[] = [];
+    const queue = (name: string, tenant: string) =>
+      gate.acquire(
+        admitting(
+          () => {},
+          () => displaced.push(name),
+        ),
+        { priority: 0, tenant },
+      );
+    queue('n1', 'noisy');
+    queue('n2', 'noisy');
+    queue('n3', 'noisy');
+    expect(queue('p1', 'polite').kind).toBe('queued');
+    expect(displaced).toEqual(['n3']);
+    expect(queue('n4', 'noisy').kind).toBe('rejected');
+  });
+
+  // Hammer with classes: random arrivals of random priorities and tenants, releases, cancels.
+  it.each([1, 2, 3, 42, 1234])('keeps N + Q exact and ends every waiter exactly once under random classes (seed %i)', (seed) => {
+    const random = mulberry32(seed);
+    const limit = 1 + Math.floor(random() * 6);
+    const queueLimit = 2 + Math.floor(random() * 6);
+    const gate = new AdmissionGate(limit, queueLimit, Infinity, 1 + Math.floor(random() * 4));
+    const holding: Permit[] = [];
+    const waiting = new Map<number, { ticket: QueueTicket; priority: number }>();
+    const ends = new Map<number, number>();
+    const end = (id: number): void => void ends.set(id, (ends.get(id) ?? 0) + 1);
+    let nextId = 0;
+    let displacedCount = 0;
+    for (let step = 0; step < 20_000; step++) {
+      const r = random();
+      if (r < 0.55) {
+        const id = nextId++;
+        const priority = Math.floor(random() * 4);
+        const tenant = `t${Math.floor(random() * 3)}`;
+        const queuedBefore = [...waiting.values()].map((w) => w.priority);
+        const admission = gate.acquire(
+          admitting(
+            (permit) => {
+              end(id);
+              expect(waiting.delete(id)).toBe(true);
+              holding.push(permit);
+            },
+            () => {
+              end(id);
+              displacedCount++;
+              const victim = waiting.get(id);
+              expect(victim).toBeDefined();
+              // Only a call no more urgent than the arrival is ever displaced.
+              expect(victim!.priority).toBeGreaterThanOrEqual(priority);
+              waiting.delete(id);
+            },
+          ),
+          { priority, tenant },
+        );
+        if (admission.kind === 'admitted') {
+          end(id);
+          holding.push(admission.permit);
+        } else if (admission.kind === 'queued') waiting.set(id, { ticket: admission.ticket, priority });
+        else {
+          end(id);
+          expect(gate.queued).toBe(queueLimit);
+          // Refused only when nothing queued is less urgent than the arrival.
+          expect(queuedBefore.every((p) => p <= priority)).toBe(true);
+        }
+      } else if (r < 0.85 && holding.length) {
+        holding.splice(Math.floor(random() * holding.length), 1)[0]!.release();
+      } else if (waiting.size) {
+        const ids = [...waiting.keys()];
+        const id = ids[Math.floor(random() * ids.length)]!;
+        expect(waiting.get(id)!.ticket.cancel()).toBe(true);
+        waiting.delete(id);
+        end(id);
+      }
+      expect(gate.inEngine).toBe(holding.length);
+      expect(gate.queued).toBe(waiting.size);
+      expect(gate.inEngine).toBeLessThanOrEqual(limit);
+      expect(gate.queued).toBeLessThanOrEqual(queueLimit);
+      if (gate.queued > 0) expect(gate.inEngine).toBe(limit);
+    }
+    for (const id of waiting.keys()) expect(ends.has(id)).toBe(false);
+    for (const [, count] of ends) expect(count).toBe(1);
+    expect(ends.size + waiting.size).toBe(nextId);
+    expect(displacedCount).toBeGreaterThan(0);
+  });
+});

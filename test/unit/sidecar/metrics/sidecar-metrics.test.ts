@@ -12,13 +12,19 @@ interface GateReadings {
   queueLimit: number;
   awaitingFirstToken: number;
   firstTokenLimit: number;
+  byPriority: [number, number][];
 }
 
-function setup(readings: Partial<GateReadings> = {}) {
-  const gate: GateReadings = { inEngine: 0, queued: 0, limit: 4, queueLimit: 8, awaitingFirstToken: 0, firstTokenLimit: Infinity, ...readings };
+function setup(readings: Partial<GateReadings> = {}, maxLabelValues?: number) {
+  const gate: GateReadings = { inEngine: 0, queued: 0, limit: 4, queueLimit: 8, awaitingFirstToken: 0, firstTokenLimit: Infinity, byPriority: [], ...readings };
+  const gateView = Object.assign(gate, { queuedByPriority: () => gate.byPriority });
   const state = { pushbackMs: 250, reachable: true };
   const registry = new Registry();
-  const metrics = new SidecarMetrics(registry, { gate: gate as unknown as AdmissionGate, retryPushbackMs: () => state.pushbackMs }, () => state.reachable);
+  const metrics = new SidecarMetrics(
+    registry,
+    { gate: gateView as unknown as AdmissionGate, retryPushbackMs: () => state.pushbackMs, ...(maxLabelValues === undefined ? {} : { maxLabelValues }) },
+    () => state.reachable,
+  );
   const values = async (name: string) => {
     const metric = registry.getSingleMetric(name);
     if (metric === undefined) throw new Error(`no metric ${name}`);
@@ -62,18 +68,56 @@ describe('SidecarMetrics', () => {
       { labels: { reason: 'queue_full' }, value: 0 },
       { labels: { reason: 'expected_wait' }, value: 0 },
       { labels: { reason: 'queue_timeout' }, value: 0 },
+      { labels: { reason: 'displaced' }, value: 0 },
     ]);
     expect(await value('dynamo_rejection_request_total')).toBe(0);
     metrics.rejected('queue_full');
     metrics.rejected('queue_full');
     metrics.rejected('expected_wait');
     metrics.rejected('queue_timeout');
+    metrics.rejected('displaced');
     expect(await values('dynamo_sidecar_rejections_total')).toEqual([
       { labels: { reason: 'queue_full' }, value: 2 },
       { labels: { reason: 'expected_wait' }, value: 1 },
       { labels: { reason: 'queue_timeout' }, value: 1 },
+      { labels: { reason: 'displaced' }, value: 1 },
     ]);
-    expect(await value('dynamo_rejection_request_total')).toBe(4);
+    expect(await value('dynamo_rejection_request_total')).toBe(5);
+  });
+
+  it('counts calls by priority, tenant and outcome, the first k tenants and priorities by name and the rest as other', async () => {
+    const { metrics, values } = setup({}, 2);
+    expect(await values('dynamo_sidecar_class_requests_total')).toEqual([]);
+    metrics.classAdmitted({ priority: 0, tenant: 'a' });
+    metrics.classAdmitted({ priority: 0, tenant: 'a' });
+    metrics.rejected('displaced', { priority: 5, tenant: 'a' });
+    metrics.classAdmitted({ priority: 0, tenant: '' });
+    metrics.rejected('queue_full', { priority: 9, tenant: 'b' }); // a third tenant, a third priority: both other
+    metrics.rejected('queue_full', { priority: 7, tenant: 'c' });
+    const series = await values('dynamo_sidecar_class_requests_total');
+    const count = (priority: string, tenant: string, outcome: string) =>
+      series.find((s) => s.labels.priority === priority && s.labels.tenant === tenant && s.labels.outcome === outcome)?.value;
+    expect(count('0', 'a', 'admitted')).toBe(2);
+    expect(count('5', 'a', 'rejected')).toBe(1);
+    expect(count('0', '', 'admitted')).toBe(1);
+    expect(count('other', 'other', 'rejected')).toBe(2);
+    expect(new Set(series.map((s) => s.labels.tenant))).toEqual(new Set(['a', '', 'other']));
+    expect(new Set(series.map((s) => s.labels.priority))).toEqual(new Set(['0', '5', 'other']));
+  });
+
+  it('shows the calls queued per priority at each scrape', async () => {
+    const { gate, values } = setup({
+      byPriority: [
+        [-1, 2],
+        [0, 3],
+      ],
+    });
+    expect(await values('dynamo_sidecar_queued_requests')).toEqual([
+      { labels: { priority: '-1' }, value: 2 },
+      { labels: { priority: '0' }, value: 3 },
+    ]);
+    gate.byPriority = [[0, 1]];
+    expect(await values('dynamo_sidecar_queued_requests')).toEqual([{ labels: { priority: '0' }, value: 1 }]);
   });
 
   it('counts calls by the name of their final gRPC status', async () => {

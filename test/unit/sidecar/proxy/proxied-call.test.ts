@@ -3,9 +3,10 @@
  * every phase (table), the deadline and header rules, and seeded random event sequences checking
  * the invariants (slot released exactly once, nothing written after the end, no throw).
  */
+import type { CallClass } from '../../../../src/sidecar/admission/waiting-room.js';
 import { constants, type IncomingHttpHeaders } from 'node:http2';
 import { describe, expect, it } from 'vitest';
-import { AdmissionGate, type Admission, type OnAdmit, type Permit } from '../../../../src/sidecar/admission/gate.js';
+import { AdmissionGate, type Admission, type OnAdmit, type Permit, type QueueTicket } from '../../../../src/sidecar/admission/gate.js';
 import { mulberry32 } from '../../../../src/platform/prng.js';
 import { MAX_TIMER_MS } from '../../../../src/protocol/grpc/deadline.js';
 import { GrpcStatus } from '../../../../src/protocol/grpc/status.js';
@@ -23,7 +24,13 @@ const DEADLINE_MS = 1000;
 class RecordingMetrics implements CallMetrics {
   readonly ended: number[] = [];
   readonly events: string[] = [];
-  rejected(reason: string): void {
+  readonly admittedClasses: CallClass[] = [];
+  readonly rejectedClasses: (CallClass | undefined)[] = [];
+  classAdmitted(callClass: CallClass): void {
+    this.admittedClasses.push(callClass);
+  }
+  rejected(reason: string, callClass?: CallClass): void {
+    this.rejectedClasses.push(callClass);
     this.events.push(reason === 'queue_full' ? 'rejected' : `rejected ${reason}`);
   }
   admittedFromQueue(): void {
@@ -71,6 +78,7 @@ function harness(
     queueTimeoutMs?: number;
     observer?: CallObserver;
     queueRefusalMs?: (deadlineLeftMs: number | undefined) => number | undefined;
+    callClass?: CallClass;
   } = {},
 ): Harness {
   const clock = fakeClock();
@@ -102,8 +110,14 @@ function harness(
     get hasRoom() {
       return gate.hasRoom;
     },
-    acquire(onAdmit: OnAdmit): Admission {
-      const admission = gate.acquire(admitting((permit) => onAdmit.onAdmitted(counted(permit))));
+    acquire(onAdmit: OnAdmit, callClass?: CallClass): Admission {
+      const admission = gate.acquire(
+        admitting(
+          (permit) => onAdmit.onAdmitted(counted(permit)),
+          () => onAdmit.onDisplaced(),
+        ),
+        callClass,
+      );
       return admission.kind === 'admitted' ? { kind: 'admitted', permit: counted(admission.permit) } : admission;
     },
   };
@@ -122,7 +136,7 @@ function harness(
   const down = new FakeDownstream();
   const headers: IncomingHttpHeaders = options.headers ?? { ':method': 'POST', ':path': '/pkg.Svc/Method', 'content-type': 'application/grpc', te: 'trailers' };
   const deadlineMs = options.deadlineMs === undefined ? DEADLINE_MS : options.deadlineMs;
-  const call = new ProxiedCall(ctx, down, headers, deadlineMs === null ? undefined : clock.now() + deadlineMs, openCalls);
+  const call = new ProxiedCall(ctx, down, headers, deadlineMs === null ? undefined : clock.now() + deadlineMs, openCalls, undefined, options.callClass);
   const h: Harness = {
     call,
     down,
@@ -193,6 +207,19 @@ const EVENTS = {
   deadline: (h: Harness) => h.clock.timers.advance(DEADLINE_MS + 1),
   // The queue timeout's timer firing, in any phase (armed only while queued; a late one must change nothing).
   queueTimeout: (h: Harness) => h.call.onQueueTimeout(),
+  // More urgent calls fill the queue and take this one's place; in any other phase, a late notice.
+  displaced: (h: Harness) => {
+    if (h.call.phase !== 'queued') return h.call.onDisplaced();
+    const urgent: QueueTicket[] = [];
+    for (let i = 0; i < 2 && h.call.phase === 'queued'; i++) {
+      const admission = h.gate.acquire(
+        admitting(() => {}),
+        { priority: -1, tenant: '' },
+      );
+      if (admission.kind === 'queued') urgent.push(admission.ticket);
+    }
+    for (const ticket of urgent) ticket.cancel(); // out of the way of the invariants that follow
+  },
   shutdown: (h: Harness) => h.call.shutdown(),
 } satisfies Record<string, (h: Harness) => unknown>;
 type EventName = keyof typeof EVENTS;
@@ -245,6 +272,7 @@ const TRANSITIONS: Record<CallPhase, Record<EventName, CallPhase>> = {
     sessionLost: Q,
     deadline: X,
     queueTimeout: X,
+    displaced: X,
     shutdown: X,
   },
   dispatching: {
@@ -269,6 +297,7 @@ const TRANSITIONS: Record<CallPhase, Record<EventName, CallPhase>> = {
     sessionLost: D,
     deadline: X,
     queueTimeout: D,
+    displaced: D,
     shutdown: X,
   },
   awaiting_response: {
@@ -293,6 +322,7 @@ const TRANSITIONS: Record<CallPhase, Record<EventName, CallPhase>> = {
     sessionLost: X,
     deadline: X,
     queueTimeout: A,
+    displaced: A,
     shutdown: X,
   },
   streaming: {
@@ -317,6 +347,7 @@ const TRANSITIONS: Record<CallPhase, Record<EventName, CallPhase>> = {
     sessionLost: E,
     deadline: E,
     queueTimeout: S,
+    displaced: S,
     shutdown: E,
   },
   ending: {
@@ -342,6 +373,7 @@ const TRANSITIONS: Record<CallPhase, Record<EventName, CallPhase>> = {
     sessionLost: E,
     deadline: X,
     queueTimeout: E,
+    displaced: E,
     shutdown: E,
   },
   ended: Object.fromEntries(EVENT_NAMES.map((e) => [e, X])) as Record<EventName, CallPhase>,
@@ -597,6 +629,49 @@ describe('ProxiedCall outcomes', () => {
     expect(gateHolder.down.outcome).toBe(`status ${GrpcStatus.RESOURCE_EXHAUSTED}`);
     expect(gateHolder.metrics.events).toContain('rejected');
     expect(gateHolder.openCalls.size).toBe(0);
+  });
+});
+
+describe('ProxiedCall: displaced from a full queue', () => {
+  it('answers like a full worker with the pushback, counted as displaced for its class, and its timers never fire', () => {
+    const rejected: string[] = [];
+    const batch: CallClass = { priority: 5, tenant: 'nightly' };
+    const h = harness({
+      queued: true,
+      queueTimeoutMs: 300,
+      callClass: batch,
+      observer: { rejected: (reason) => rejected.push(reason), dispatched: () => undefined },
+    });
+    h.call.start();
+    expect(h.call.phase).toBe('queued');
+    const urgent = [0, 1].map(() =>
+      h.gate.acquire(
+        admitting(() => {}),
+        { priority: 0, tenant: 'chat' },
+      ),
+    );
+    expect(urgent.map((a) => a.kind)).toEqual(['queued', 'queued']);
+    expect(h.call.phase).toBe('ended');
+    expect(h.down.outcome).toBe(`status ${GrpcStatus.RESOURCE_EXHAUSTED}`);
+    expect(h.down.sentHeaders!['grpc-message']).toBe('Server overloaded: worker at capacity');
+    expect(h.down.sentHeaders!['grpc-retry-pushback-ms']).toBe('250');
+    expect(h.metrics.events).toEqual(['rejected displaced']);
+    expect(h.metrics.rejectedClasses).toEqual([batch]);
+    expect(rejected).toEqual(['displaced']);
+    expect(h.gate.queued).toBe(2);
+    // Its queue timeout and deadline pass: nothing more is sent or counted.
+    h.clock.timers.advance(DEADLINE_MS + 1);
+    expect(h.metrics.events).toEqual(['rejected displaced']);
+    expect(h.down.outcome).toBe(`status ${GrpcStatus.RESOURCE_EXHAUSTED}`);
+    h.blocker!.release();
+    EVENTS.dispatchTurn(h);
+    expect(h.connector.opened).toHaveLength(0);
+  });
+
+  it('counts the class of a call that reaches a slot', () => {
+    const h = harness({ callClass: { priority: -2, tenant: 'chat' } });
+    h.call.start();
+    expect(h.metrics.admittedClasses).toEqual([{ priority: -2, tenant: 'chat' }]);
   });
 });
 
