@@ -6,8 +6,9 @@
  * interleaved run:
  *   best           the best configuration (bench/lib/overload-system.ts) with no class sent:
  *                  every request alike, the baseline;
- *   best+priority  the same sidecars and frontend with the classes sent (x-request-priority) and
- *                  the frontend's low-class busy thresholds scaled down (--priority-threshold-scale).
+ *   best+priority  the same sidecars with the classes sent (x-request-priority): their queues
+ *                  serve priority 0 first and let it displace queued priority 1 calls; the
+ *                  frontend busy for the low class at 0.6 of the KV threshold (PRIORITY_FRONTEND).
  * Goal: the high class's goodput (completed within the SLO) >= 99% of what it offered at every
  * point up to 4x C, while the low class absorbs the refusals.
  *
@@ -47,10 +48,14 @@ const HELP = `usage: npm run bench:overload -- --scenario classes [options]
   --out DIR             where the table, JSON and plots go (default bench/results/overload-classes)`;
 
 /**
- * The frontend's low class (priority 1 and beyond) sees every busy threshold at 0.7 of the high
- * class's, so a worker is busy for it first, and the high class finds room the low one left.
+ * The frontend's classes: a worker is busy for every class when its KV cache is full
+ * (kv_used_blocks > 1.0 x kv_total_blocks, which the sidecars' own cap keeps from happening
+ * often), and for the low class (priority 1 and beyond) at 0.6 of that, about 77 of 128 blocks
+ * (six or seven of the mix's 12-block sequences): the low class stops being routed while the
+ * engine still has room, which the high class then finds. Without a threshold the scale has
+ * nothing to scale.
  */
-const PRIORITY_FRONTEND = ['--priority-threshold-scale', '1=0.7'];
+const PRIORITY_FRONTEND = ['--active-decode-blocks-threshold', '1', '--priority-threshold-scale', '1=0.6'];
 
 const { values } = parseArgs({
   options: {
