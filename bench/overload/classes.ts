@@ -220,7 +220,10 @@ writeFileSync(
     title: `Goodput per class under overload (C = ${capacity} req/s, ${(100 * highShare).toFixed(0)}% high)`,
     xLabel: 'total offered load (x C)',
     yLabel: 'goodput (req/s within the SLO)',
-    series: [{ name: 'high offered', points: multiples.map((m) => [m, m * capacity * highShare] as const) }, ...lines((f) => f.goodputPerS, CLASSES)],
+    series: [
+      { name: 'high offered', points: multiples.map((m) => [m, Number((m * capacity * highShare).toFixed(2))] as const) },
+      ...lines((f) => f.goodputPerS, CLASSES),
+    ],
     logX: true,
   }),
 );
