@@ -194,6 +194,7 @@ const header = [
   'polite goodput req/s',
   'polite good %',
   'polite 529 %',
+  'polite 429 %',
   'polite TTFT p99 ms',
   'worst polite tenant req/s',
   'noisy goodput req/s',
@@ -214,6 +215,10 @@ const body = configs.flatMap((c) =>
     ),
     formatSpread(
       of(c, withNoisy, true, (f) => 100 * f.share529),
+      1,
+    ),
+    formatSpread(
+      of(c, withNoisy, true, (f) => 100 * f.share429),
       1,
     ),
     formatSpread(of(c, withNoisy, true, (f) => f.ttftP99)),
