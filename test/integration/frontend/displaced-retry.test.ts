@@ -42,7 +42,12 @@ function longCall(worker: Worker, priority: number): void {
   metadata.set('x-request-priority', String(priority));
   const call = startGenerate(
     client,
-    { request_id: `direct-${calls.length}`, tokenized: { original_text: '', input_ids: tokens(8) }, sampling_params: { max_tokens: 4000, ignore_eos: true }, stream: true },
+    {
+      request_id: `direct-${calls.length}`,
+      tokenized: { original_text: '', input_ids: tokens(8) },
+      sampling_params: { max_tokens: 4000, ignore_eos: true },
+      stream: true,
+    },
     {},
     metadata,
   );
@@ -86,6 +91,9 @@ describe('a batch request displaced from a full queue', () => {
     const completion = await request;
     expect(completion.choices[0]!.message.content).toBeTruthy();
     expect(completion.usage?.completion_tokens).toBe(4);
-    await waitFor(async () => (await other.sidecar.metric('dynamo_sidecar_class_requests_total', 'priority="5",tenant="",outcome="admitted"')) >= 1, 'the retry admitted');
+    await waitFor(
+      async () => (await other.sidecar.metric('dynamo_sidecar_class_requests_total', 'priority="5",tenant="",outcome="admitted"')) >= 1,
+      'the retry admitted',
+    );
   });
 });
