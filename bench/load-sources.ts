@@ -52,6 +52,8 @@ try {
     request_queue: 16,
     engine_request_limit: 32,
     overloaded: true,
+    overloaded_priority: null,
+    overloaded_tenants: null,
     draining: false,
     timestamp_ms: Date.now(),
     sequence: 42,

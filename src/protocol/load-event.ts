@@ -23,6 +23,13 @@ export interface LoadEvent {
   request_queue: number;
   engine_request_limit: number | null;
   overloaded: boolean;
+  /**
+   * While overloaded, for whom: calls of this priority or less urgent (null: every priority) ...
+   * (x-request-priority; lower is more urgent) ...
+   */
+  overloaded_priority: number | null;
+  /** ... of these tenants (x-tenant-id; "" for calls without one; null: every tenant). Both null when not overloaded. */
+  overloaded_tenants: string[] | null;
   draining: boolean;
   timestamp_ms: number;
   sequence: number;

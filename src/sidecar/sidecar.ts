@@ -132,9 +132,9 @@ export async function startSidecar(config: SidecarConfig, deps: SidecarDeps): Pr
   const admissionState = (): Record<string, unknown> => ({ engine_request: gate.inEngine, request_queue: gate.queued });
   const rejectionLog = new RejectionLog(logger, admissionState);
   const observer: CallObserver = {
-    rejected: (reason) => {
+    rejected: (reason, callClass) => {
       rejectionLog.rejected();
-      reporting.rejected({ untilAdmittable: reason !== 'queue_full' && reason !== 'displaced' });
+      reporting.rejected({ untilAdmittable: reason !== 'queue_full' && reason !== 'displaced', callClass });
     },
     dispatched: (headers) => reporting.tap(headers),
     slotReleased: (heldMs) => admission.pushback.slotHeld(heldMs),
@@ -146,7 +146,7 @@ export async function startSidecar(config: SidecarConfig, deps: SidecarDeps): Pr
     upstream,
     metrics,
     retryPushbackMs: () => admission.retryPushbackMs(),
-    queueRefusalMs: (deadlineLeftMs, priority) => admission.queueRefusalMs(deadlineLeftMs, priority),
+    queueRefusalMs: (deadlineLeftMs, callClass) => admission.queueRefusalMs(deadlineLeftMs, callClass),
     get queueTimeoutMs() {
       return admission.queueTimeoutMs;
     },

@@ -56,7 +56,7 @@ export async function startGeneration(deps: AttemptDeps, request: GenerationRequ
   for (;;) {
     if (signal.aborted) throw new ClientGoneError();
     // Every attempt, a retry after a refusal included, is routed by the request's class: a low class sees workers busy sooner.
-    const decision = router.route(request.model, tried, promptTokens, request.priority);
+    const decision = router.route(request.model, tried, promptTokens, request.priority, request.tenant);
     if (decision.kind !== 'route') throw rejection(decision, soonest(soonestPushbackMs, decision.kind === 'overloaded' ? decision.retryAfterMs : undefined));
     const { target } = decision;
     if (tried.has(target.workerId)) {
@@ -103,7 +103,7 @@ export async function startGeneration(deps: AttemptDeps, request: GenerationRequ
       throw workerFailure(first.status, target.address);
     }
     const pushbackMs = refusal === 'overloaded' ? pushbackMsOf(first.status) : undefined;
-    router.workerRefused(target, refusal, pushbackMs);
+    router.workerRefused(target, refusal, pushbackMs, callClass);
     record.workerRefused(refusal);
     soonestPushbackMs = soonest(soonestPushbackMs, pushbackMs);
     tried.add(target.workerId);

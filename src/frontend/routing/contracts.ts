@@ -86,9 +86,11 @@ export interface Router {
   /**
    * One routing decision for one attempt; `tried` holds workerIds this request already tried.
    * `priority` (lower runs sooner) picks the request's class, whose scale multiplies every busy
-   * threshold (priority-classes.ts); undefined: scale 1.
+   * threshold (priority-classes.ts); undefined: scale 1. With `tenant` it also picks which
+   * overload leases apply (worker-pool.ts): a worker refusing only less urgent requests, or
+   * other tenants', is still tried.
    */
-  route(model: string, tried: ReadonlySet<string>, promptTokens: number, priority?: number): RouteDecision;
+  route(model: string, tried: ReadonlySet<string>, promptTokens: number, priority?: number, tenant?: string): RouteDecision;
   /** Counts an attempt at `target` until end() (the caller ends it however the attempt ends). */
   begin(target: RouteTarget, promptTokens: number): InFlight;
   /**
@@ -97,7 +99,12 @@ export interface Router {
    * given, is what a client answered 529 meanwhile is told to wait); `unreachable`
    * (UNAVAILABLE) keeps it out of routing for the same lease.
    */
-  workerRefused(target: RouteTarget, kind: 'overloaded' | 'unreachable', pushbackMs?: number): void;
+  workerRefused(
+    target: RouteTarget,
+    kind: 'overloaded' | 'unreachable',
+    pushbackMs?: number,
+    refused?: { readonly priority: number; readonly tenant?: string | undefined },
+  ): void;
   /** At least one worker is known and reachable. */
   ready(): boolean;
   /** For /busy_threshold diagnostics: checks of `thresholds` that cannot fire on some worker of the model. */

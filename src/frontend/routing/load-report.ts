@@ -20,6 +20,12 @@ export interface RankReport {
   readonly maxNumBatchedTokens: number | undefined;
   /** The sidecar's own flag: its gate is full or it just rejected a call. */
   readonly overloaded: boolean;
+  /**
+   * While overloaded, for whom (overloaded_priority, overloaded_tenants): calls of this priority
+   * or less urgent, of these tenants ("" for none); undefined: every priority, every tenant (a
+   * Dynamo worker, an older sidecar, or a value not understood: the cautious reading).
+   */
+  readonly overloadScope: OverloadScope | undefined;
   readonly draining: boolean;
   readonly model: string | undefined;
   readonly grpcAddress: string | undefined;
@@ -32,6 +38,29 @@ export interface RankReport {
    * for its first token. undefined when absent, null or not believable (see predictedTtftOf).
    */
   readonly predictedTtftMs: number | undefined;
+}
+
+/** Whom a worker's overload refuses: calls of `priority` or less urgent (-Infinity: all), of `tenants` (null: all). */
+export interface OverloadScope {
+  readonly priority: number;
+  readonly tenants: ReadonlySet<string> | null;
+}
+
+/** The most tenants an event may name; more reads as every tenant. */
+const MAX_OVERLOADED_TENANTS = 64;
+
+/** overloaded_priority and overloaded_tenants: advice, so a value not understood widens to everyone instead of dropping the event. */
+function overloadScopeOf(record: Record<string, unknown>): OverloadScope | undefined {
+  if (record['overloaded'] !== true) return undefined;
+  const priority = record['overloaded_priority'];
+  const tenants = record['overloaded_tenants'];
+  const listed =
+    Array.isArray(tenants) && tenants.length > 0 && tenants.length <= MAX_OVERLOADED_TENANTS && tenants.every((t) => typeof t === 'string')
+      ? new Set(tenants)
+      : null;
+  const known = typeof priority === 'number' && Number.isInteger(priority);
+  if (!known && listed === null) return undefined;
+  return { priority: known ? priority : -Infinity, tenants: listed };
 }
 
 export class InvalidLoadReportError extends Error {
@@ -113,6 +142,7 @@ export function parseRankReport(value: unknown): RankReport {
     kvTotalBlocks: optionalCount(record, 'kv_total_blocks'),
     maxNumBatchedTokens: optionalCount(record, 'max_num_batched_tokens'),
     overloaded: record['overloaded'] === true,
+    overloadScope: overloadScopeOf(record),
     draining: record['draining'] === true,
     model: optionalString(record, 'model'),
     grpcAddress,

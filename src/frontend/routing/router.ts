@@ -37,7 +37,7 @@ import type {
 } from './contracts.js';
 import type { RankReport } from './load-report.js';
 import { priorityClassOf, scaleThresholds } from './priority-classes.js';
-import type { RankState, WorkerPool, WorkerState } from './worker-pool.js';
+import { leasedFor, type RankState, type RequestClassRef, type WorkerPool, type WorkerState } from './worker-pool.js';
 
 export const ROUTER_MODES = ['predicted-ttft', 'round-robin', 'random', 'least-loaded', 'kv'] as const;
 export type RouterMode = (typeof ROUTER_MODES)[number];
@@ -87,7 +87,7 @@ export class WorkerRouter implements Router {
     return false;
   }
 
-  route(model: string, tried: ReadonlySet<string>, promptTokens: number, priority?: number): RouteDecision {
+  route(model: string, tried: ReadonlySet<string>, promptTokens: number, priority?: number, tenant?: string): RouteDecision {
     const { pool } = this.deps;
     const now = this.deps.now();
     if (pool.size === 0) return { kind: 'no_workers' };
@@ -111,7 +111,7 @@ export class WorkerRouter implements Router {
         triedCount++;
         continue;
       }
-      if (worker.overloadedUntil > now) {
+      if (leasedFor(worker, now, priority === undefined ? undefined : { priority, tenant })) {
         overloaded++;
         if (worker.retryAt > now) soonestRetryAt = Math.min(soonestRetryAt, worker.retryAt);
         continue;
@@ -172,9 +172,9 @@ export class WorkerRouter implements Router {
     };
   }
 
-  workerRefused(target: RouteTarget, kind: 'overloaded' | 'unreachable', pushbackMs?: number): void {
+  workerRefused(target: RouteTarget, kind: 'overloaded' | 'unreachable', pushbackMs?: number, refused?: RequestClassRef): void {
     const now = this.deps.now();
-    if (kind === 'overloaded') this.deps.pool.markOverloaded(target.workerId, now, pushbackMs);
+    if (kind === 'overloaded') this.deps.pool.markOverloaded(target.workerId, now, pushbackMs, refused);
     else this.deps.pool.markUnreachable(target.workerId, now);
   }
 

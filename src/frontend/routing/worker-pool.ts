@@ -13,12 +13,36 @@
  * Leases, all with the same length (--overload-lease-ms, default 1 s):
  * - overloaded: set by a RESOURCE_EXHAUSTED from the worker's sidecar or by an event whose
  *   `overloaded` flag is true; cleared early by the next event with the flag false. Dynamo's
- *   mark had no expiry (its issues 12138, 14213: an idle worker stayed busy forever).
+ *   mark had no expiry (its issues 12138, 14213: an idle worker stayed busy forever). It holds
+ *   for whom the worker refuses (overloadScope): an event's overloaded_priority and
+ *   overloaded_tenants, or the class of the request refused (added to a lease in force), so an
+ *   urgent request, or one of a tenant the worker does not refuse, may still be sent to it.
+ *   undefined: everyone.
  * - unreachable: set by an UNAVAILABLE; cleared early by the next push update (which proves the
  *   address answers), not by a NATS event (which does not).
  * A push-sourced worker whose stream is down is not routable until the stream is back.
  */
-import type { RankReport } from './load-report.js';
+import type { OverloadScope, RankReport } from './load-report.js';
+
+/** A request's class as the lease reads it (tenant undefined: anonymous, "" on the wire). */
+export interface RequestClassRef {
+  readonly priority: number;
+  readonly tenant?: string | undefined;
+}
+
+/** Whether the worker's overload lease in force refuses a request of `request`. */
+export function leasedFor(worker: WorkerState, now: number, request: RequestClassRef | undefined): boolean {
+  if (worker.overloadedUntil <= now) return false;
+  const scope = worker.overloadScope;
+  if (!scope || !request) return true;
+  return request.priority >= scope.priority && (scope.tenants === null || scope.tenants.has(request.tenant ?? ''));
+}
+
+/** Both scopes' requests (undefined: everyone). */
+function widenScope(a: OverloadScope | undefined, b: OverloadScope | undefined): OverloadScope | undefined {
+  if (!a || !b) return undefined;
+  return { priority: Math.min(a.priority, b.priority), tenants: a.tenants && b.tenants && new Set([...a.tenants, ...b.tenants]) };
+}
 
 export type LoadSource = 'nats' | 'push';
 
@@ -43,6 +67,8 @@ export interface WorkerState {
   lastSeen: number;
   draining: boolean;
   overloadedUntil: number;
+  /** Whom the overload refuses while overloadedUntil lasts (undefined: every request). */
+  overloadScope: OverloadScope | undefined;
   /** When the worker's last refusal asked to be tried again (now + its pushback); 0 = it did not say. */
   retryAt: number;
   unreachableUntil: number;
@@ -100,6 +126,7 @@ export class WorkerPool {
         lastSeen: now,
         draining: false,
         overloadedUntil: 0,
+        overloadScope: undefined,
         retryAt: 0,
         unreachableUntil: 0,
         connected: true,
@@ -117,6 +144,7 @@ export class WorkerPool {
     worker.sentSinceReport = 0;
     worker.draining = report.draining;
     worker.overloadedUntil = report.overloaded ? now + this.options.leaseMs : 0;
+    worker.overloadScope = report.overloadScope;
     if (source === 'push') {
       worker.connected = true;
       worker.unreachableUntil = 0;
@@ -148,9 +176,12 @@ export class WorkerPool {
     return now - rank.receivedAt > STALE_AFTER_HEARTBEATS * worker.heartbeatMs ? undefined : rank.report;
   }
 
-  markOverloaded(workerId: string, now: number, pushbackMs?: number): void {
+  /** The worker refused a request of `refused` (undefined: of unknown class, so everyone's). */
+  markOverloaded(workerId: string, now: number, pushbackMs?: number, refused?: RequestClassRef): void {
     const worker = this.workers.get(workerId);
     if (!worker) return;
+    const scope: OverloadScope | undefined = refused && { priority: refused.priority, tenants: new Set([refused.tenant ?? '']) };
+    worker.overloadScope = worker.overloadedUntil > now ? widenScope(worker.overloadScope, scope) : scope;
     worker.overloadedUntil = now + this.options.leaseMs;
     worker.retryAt = pushbackMs === undefined ? 0 : now + pushbackMs;
   }

@@ -13,6 +13,7 @@ import type { Logger } from '../../platform/log.js';
 import { LIVE_SETTINGS, pushbackBoundsProblem, type AdmissionSettings, type LiveSettingKey } from '../config/sidecar-config.js';
 import type { AdmissionGate } from './gate.js';
 import { GradientLimit } from './gradient-limit.js';
+import type { CallClass } from './waiting-room.js';
 import type { RetryPushback } from './retry-pushback.js';
 
 /** Who changed the settings: the admin API, SIGHUP (the config file), or the engine's capacity (--engine-request-limit auto). */
@@ -121,7 +122,7 @@ export class AdmissionControl {
   }
 
   /**
-   * For a call (of `priority`, when given) that would have to queue now (no room in the engine): its expected wait in ms when
+   * For a call (of `callClass`, when given) that would have to queue now (no room in the engine): its expected wait in ms when
    * that is too long to queue for, i.e. beyond --max-queue-wait-ms or the time the call's own
    * deadline leaves; `undefined` when it may queue (the setting is off, or the wait fits). The
    * proxy then refuses it at once with this wait as its pushback.
@@ -131,11 +132,11 @@ export class AdmissionControl {
    * to finish, a whole generation, and the sweep saw exactly those calls, queued in a fresh
    * sidecar's first second under overload, as its only TTFTs near a second.
    */
-  queueRefusalMs(deadlineLeftMs: number | undefined, priority?: number): number | undefined {
+  queueRefusalMs(deadlineLeftMs: number | undefined, callClass?: CallClass): number | undefined {
     const max = this.current.maxQueueWaitMs;
     if (max === 0) return undefined;
-    // A call waits only behind those of its own or a more urgent priority.
-    const wait = this.pushback.expectedWaitMs(priority === undefined ? undefined : this.deps.gate.queuedAhead(priority));
+    // A call waits only behind the calls the queue's order puts ahead of it.
+    const wait = this.pushback.expectedWaitMs(callClass === undefined ? undefined : this.deps.gate.queuedAhead(callClass));
     if (wait === undefined) return Math.max(1, Math.round(this.pushback.estimateMs()));
     return wait > max || (deadlineLeftMs !== undefined && wait > deadlineLeftMs) ? Math.max(1, Math.round(wait)) : undefined;
   }

@@ -190,9 +190,15 @@ export class AdmissionGate implements SlotOwner {
     return this.room.size;
   }
 
-  /** Calls queued that a call of `priority` queued now would wait behind (same or more urgent priority). */
-  queuedAhead(priority: number): number {
-    return this.room.queuedAhead(priority);
+  /** Calls queued that a call of `callClass` queued now would wait behind (waiting-room.ts). */
+  queuedAhead(callClass: CallClass): number {
+    return this.room.queuedAhead(callClass);
+  }
+
+  /** While the gate is full: the calls it refuses (waiting-room.ts refusedWhenFull); undefined when it is not full. */
+  refusedWhenFull(): { priority: number; tenants: string[] | null } | undefined {
+    if (this.roomInEngine() || this.room.size < this.queueLimitValue) return undefined;
+    return this.room.refusedWhenFull() ?? { priority: -Infinity, tenants: null };
   }
 
   /** Calls queued per priority, most urgent first. */

@@ -24,6 +24,9 @@
  * list (O(priorities queued), a handful in practice).
  */
 
+/** Tenants a full queue names as refused; more are reported as every tenant. */
+export const MAX_LISTED_TENANTS = 8;
+
 /** What a queued call is: its priority (lower runs sooner) and tenant ('' for none). */
 export interface CallClass {
   readonly priority: number;
@@ -188,14 +191,42 @@ export class WaitingRoom {
     return most && most.size >= own + 2 ? most.tail : undefined;
   }
 
-  /** Calls that would be admitted before a call of `priority` queued now: those of the same or a more urgent priority. */
-  queuedAhead(priority: number): number {
+  /**
+   * Calls that would be admitted before a call of `callClass` queued now: every call of a more
+   * urgent priority, and at its own priority its place in the round: each other tenant's calls
+   * up to one more than its own tenant has queued (the round-robin serves them in turn).
+   */
+  queuedAhead(callClass: CallClass): number {
     let ahead = 0;
     for (const queue of this.priorities) {
-      if (queue.priority > priority) break;
-      ahead += queue.size;
+      if (queue.priority > callClass.priority) break;
+      if (queue.priority < callClass.priority) {
+        ahead += queue.size;
+        continue;
+      }
+      const own = queue.tenants.get(callClass.tenant)?.size ?? 0;
+      for (const tenantQueue of queue.round) ahead += tenantQueue.tenant === callClass.tenant ? own : Math.min(tenantQueue.size, own + 1);
     }
     return ahead;
+  }
+
+  /**
+   * For a full queue: whom it refuses. Calls of `priority` or less urgent, and, when `tenants` is
+   * not null, only those of these tenants (at `priority` the others would displace a call of a
+   * tenant holding more places). An arrival more urgent than `priority` would displace a call.
+   * `tenants` null: every tenant (every tenant holds at most one place, or too many to list).
+   */
+  refusedWhenFull(): { priority: number; tenants: string[] | null } | undefined {
+    const lowest = this.priorities[this.priorities.length - 1];
+    if (!lowest) return undefined;
+    let most = 0;
+    for (const tenantQueue of lowest.round) most = Math.max(most, tenantQueue.size);
+    if (most < 2) return { priority: lowest.priority, tenants: null };
+    const tenants = lowest.round
+      .filter((tenantQueue) => tenantQueue.size >= most - 1)
+      .map((tenantQueue) => tenantQueue.tenant)
+      .sort();
+    return { priority: lowest.priority, tenants: tenants.length > MAX_LISTED_TENANTS ? null : tenants };
   }
 
   /** Calls queued per priority, most urgent first (for the metrics). */

@@ -21,6 +21,7 @@
 import { hostname } from 'node:os';
 import type { Registry } from 'prom-client';
 import type { AdmissionGate } from '../admission/gate.js';
+import type { CallClass } from '../admission/waiting-room.js';
 import type { LoadConfig } from '../config/sidecar-config.js';
 import type { Logger } from '../../platform/log.js';
 import type { TrafficTap } from '../proxy/call-context.js';
@@ -85,6 +86,7 @@ export class LoadReporting {
       heartbeatMs: config.loadHeartbeatMs,
       model: config.servedModelName,
       predictTtftMs: deps.predictTtftMs,
+      refusedWhenFull: () => deps.gate.refusedWhenFull(),
     });
     this.accounting = new TrafficAccounting(this.tracker, config.generateWire);
     this.syncAdmission();
@@ -209,9 +211,10 @@ export class LoadReporting {
   /**
    * A call was rejected: the first rejection of a burst is published at once, not after the debounce.
    * `untilAdmittable`: refused with queue places left (expected wait, queue timeout), so the worker
-   * stays overloaded until a call would be admitted at once (load-tracker.ts, (b)).
+   * stays overloaded until a call would be admitted at once (load-tracker.ts, (b)). `callClass`:
+   * whom it refused, for the event's overloaded_priority and overloaded_tenants.
    */
-  rejected(options: { untilAdmittable?: boolean } = {}): void {
+  rejected(options: { untilAdmittable?: boolean; callClass?: CallClass } = {}): void {
     const wasOverloaded = this.tracker.overloaded;
     this.tracker.markRejected(options);
     if (!wasOverloaded) {

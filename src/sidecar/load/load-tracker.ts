@@ -41,10 +41,18 @@
  * Room reported by setAdmission clears (b) at once, and (b) also expires by itself, so a worker
  * that goes idle cannot stay "busy" (Dynamo's stale-busy bug) even if nothing else changes:
  * the next heartbeat snapshot reads false.
+ *
+ * While overloaded, overloaded_priority and overloaded_tenants say for whom: calls of that
+ * priority or less urgent, of those tenants (null: every priority, every tenant). For (a) it is
+ * what the full queue refuses (an urgent call would displace a queued one: waiting-room.ts); for
+ * (b) the most urgent priority and the tenants refused since the overload began. A frontend can
+ * then still send an urgent call, or a call of a tenant holding few places, to a worker that is
+ * refusing batch calls or a noisy tenant's.
  */
 import { DEFAULT_DATA_PARALLEL_SIZE, DEFAULT_KV_BLOCK_SIZE, DEFAULT_LOAD_HEARTBEAT_MS } from '../config/sidecar-config.js';
 import type { ScrapedLoad } from './engine-metrics-reader.js';
 import type { LoadEvent } from '../../protocol/load-event.js';
+import { MAX_LISTED_TENANTS } from '../admission/waiting-room.js';
 
 export interface LoadTrackerConfig {
   workerId: number;
@@ -63,7 +71,17 @@ export interface LoadTrackerConfig {
   now?: () => number;
   /** predicted_ttft_ms, read when an event is taken (undefined: not known yet). */
   predictTtftMs?: (() => number | undefined) | undefined;
+  /** While the gate is full, whom it refuses (AdmissionGate.refusedWhenFull); unset: everyone. */
+  refusedWhenFull?: (() => OverloadScope | undefined) | undefined;
 }
+
+/** Whom an overload refuses: calls of `priority` or less urgent (-Infinity: all), of `tenants` (null: all). */
+export interface OverloadScope {
+  readonly priority: number;
+  readonly tenants: readonly string[] | null;
+}
+
+const EVERYONE: OverloadScope = Object.freeze({ priority: -Infinity, tenants: null });
 
 /** What the engine told about itself (EngineDiscovery), where no flag says otherwise; undefined: not told. */
 export interface LearnedLoadFacts {
@@ -132,6 +150,8 @@ export class LoadTracker {
   private rejectedAt: number | undefined;
   /** The last rejection left queue places: only a call admitted at once clears it (see (b) above). */
   private rejectedUntilAdmittable = false;
+  /** Whom the rejections of the overload in progress refused ((b) above). */
+  private refused: { priority: number; tenants: Set<string> | null } = { priority: -Infinity, tenants: null };
   private model: string | null;
   private grpcAddress: string;
 
@@ -246,8 +266,20 @@ export class LoadTracker {
     this.changed();
   }
 
-  /** `untilAdmittable`: the call was refused with queue places left (expected wait too long, queue timeout). */
-  markRejected(options: { untilAdmittable?: boolean } = {}): void {
+  /**
+   * `untilAdmittable`: the call was refused with queue places left (expected wait too long, queue
+   * timeout). `callClass`: its priority and tenant (unset: the overload is everyone's).
+   */
+  markRejected(options: { untilAdmittable?: boolean; callClass?: { readonly priority: number; readonly tenant: string } } = {}): void {
+    const { callClass } = options;
+    if (!this.rejectedRecently())
+      this.refused = callClass ? { priority: callClass.priority, tenants: new Set([callClass.tenant]) } : { priority: -Infinity, tenants: null };
+    else if (!callClass) this.refused = { priority: -Infinity, tenants: null };
+    else {
+      this.refused.priority = Math.min(this.refused.priority, callClass.priority);
+      this.refused.tenants?.add(callClass.tenant);
+      if (this.refused.tenants && this.refused.tenants.size > MAX_LISTED_TENANTS) this.refused.tenants = null;
+    }
     this.rejectedAt = this.now();
     this.rejectedUntilAdmittable = options.untilAdmittable ?? false;
     this.changed();
@@ -283,8 +315,26 @@ export class LoadTracker {
   }
 
   get overloaded(): boolean {
+    return this.gateFull() || this.rejectedRecently();
+  }
+
+  /** Whom the overload refuses; undefined when not overloaded. */
+  get overloadScope(): OverloadScope | undefined {
+    const full = this.gateFull() ? (this.config.refusedWhenFull?.() ?? EVERYONE) : undefined;
+    const recent = this.rejectedRecently() ? { priority: this.refused.priority, tenants: this.refused.tenants && [...this.refused.tenants] } : undefined;
+    if (!full || !recent) return full ?? recent;
+    return {
+      priority: Math.min(full.priority, recent.priority),
+      tenants: full.tenants && recent.tenants && [...new Set([...full.tenants, ...recent.tenants])],
+    };
+  }
+
+  private gateFull(): boolean {
     const { engineRequest, requestQueue, limit, queueLimit } = this.admission;
-    if (limit !== undefined && queueLimit !== undefined && engineRequest >= limit && requestQueue >= queueLimit) return true;
+    return limit !== undefined && queueLimit !== undefined && engineRequest >= limit && requestQueue >= queueLimit;
+  }
+
+  private rejectedRecently(): boolean {
     return this.rejectedAt !== undefined && this.now() - this.rejectedAt < (this.config.overloadHoldMs ?? 1000);
   }
 
@@ -307,6 +357,7 @@ export class LoadTracker {
     for (const c of r.calls) decode += this.blocks(r, c);
     const { engineRequest, requestQueue, limit } = this.admission;
     const predictedTtft = this.config.predictTtftMs?.();
+    const scope = this.overloadScope;
     return {
       worker_id: this.workerIdValue,
       dp_rank: i,
@@ -318,7 +369,9 @@ export class LoadTracker {
       engine_request: engineRequest,
       request_queue: requestQueue,
       engine_request_limit: limit ?? null,
-      overloaded: this.overloaded,
+      overloaded: scope !== undefined,
+      overloaded_priority: scope === undefined || scope.priority === -Infinity ? null : scope.priority,
+      overloaded_tenants: scope?.tenants ? [...scope.tenants].sort() : null,
       draining: this.draining,
       timestamp_ms: this.now(),
       sequence: r.sequence,

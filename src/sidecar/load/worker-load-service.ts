@@ -94,7 +94,7 @@ interface Watcher {
 }
 
 interface RankLoadMessage {
-  [field: string]: number | string | boolean | undefined;
+  [field: string]: number | string | boolean | string[] | undefined;
 }
 
 export class WorkerLoadService {
@@ -285,6 +285,8 @@ function rankLoad(event: LoadEvent, sequence: number): RankLoadMessage {
     grpc_address: event.grpc_address,
     heartbeat_ms: event.heartbeat_ms,
     predicted_ttft_ms: event.predicted_ttft_ms ?? undefined,
+    overloaded_priority: event.overloaded_priority ?? undefined,
+    overloaded_tenants: event.overloaded_tenants ?? [],
   };
 }
 

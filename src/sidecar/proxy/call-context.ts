@@ -5,6 +5,7 @@
  */
 import type { IncomingHttpHeaders, OutgoingHttpHeaders } from 'node:http2';
 import type { AdmissionGate } from '../admission/gate.js';
+import type { CallClass } from '../admission/waiting-room.js';
 import type { Logger } from '../../platform/log.js';
 import type { RejectionReason, SidecarMetrics } from '../metrics/sidecar-metrics.js';
 import type { RawHeaders } from './request-headers.js';
@@ -18,8 +19,8 @@ export interface TrafficTap {
 }
 
 export interface CallObserver {
-  /** A call was refused with RESOURCE_EXHAUSTED (worker full, expected wait too long, or queued past the queue timeout). */
-  rejected(reason: RejectionReason): void;
+  /** A call of `callClass` was refused with RESOURCE_EXHAUSTED (worker full, expected wait too long, queued past the queue timeout, or displaced). */
+  rejected(reason: RejectionReason, callClass: CallClass): void;
   /** A call got an engine slot; return a tap to watch its bytes, or undefined (the common case). */
   dispatched(headers: IncomingHttpHeaders): TrafficTap | undefined;
   /** A call gave its engine slot back after holding it `heldMs` (the adaptive retry pushback's input). */
@@ -94,10 +95,10 @@ export interface CallContext {
   /** The retry pushback (ms) for one refusal, asked once per refusal: fixed, or adaptive (admission decides; the proxy builds the answer). */
   retryPushbackMs(): number;
   /**
-   * For a call of `priority` that would queue: its expected wait (ms) when it should be refused
+   * For a call of `callClass` that would queue: its expected wait (ms) when it should be refused
    * at once instead (--max-queue-wait-ms), else undefined. Unset: every call may queue.
    */
-  queueRefusalMs?(deadlineLeftMs: number | undefined, priority: number): number | undefined;
+  queueRefusalMs?(deadlineLeftMs: number | undefined, callClass: CallClass): number | undefined;
   /** A call queued longer than this is refused with RESOURCE_EXHAUSTED; read when it queues. 0 or unset: none. */
   readonly queueTimeoutMs?: number;
   readonly clock: CallClock;

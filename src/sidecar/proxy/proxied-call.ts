@@ -72,7 +72,7 @@ export class ProxiedCall implements OpenCall, DispatchTurn, StreamFaultSink, Cal
     if (this.deadlineAt !== undefined && this.deadlineAt <= this.arrivedAt) return this.answer(new CallError('deadline_exceeded', DEADLINE_BEFORE_ENGINE));
     const waitMs = this.ctx.gate.hasRoom
       ? undefined
-      : this.ctx.queueRefusalMs?.(this.deadlineAt === undefined ? undefined : this.deadlineAt - this.arrivedAt, this.callClass.priority);
+      : this.ctx.queueRefusalMs?.(this.deadlineAt === undefined ? undefined : this.deadlineAt - this.arrivedAt, this.callClass);
     if (waitMs !== undefined) return this.reject('expected_wait', waitMs); // too long a wait to queue for
     const admission = this.ctx.gate.acquire(this, this.callClass);
     if (admission.kind === 'rejected') return this.reject('queue_full');
@@ -312,7 +312,7 @@ export class ProxiedCall implements OpenCall, DispatchTurn, StreamFaultSink, Cal
   /** Refused like a full worker: RESOURCE_EXHAUSTED with the retry pushback (or the given one), Trailers-Only. */
   private reject(reason: RejectionReason, pushbackMs = this.ctx.retryPushbackMs()): void {
     this.ctx.metrics.rejected(reason, this.callClass);
-    this.ctx.observer?.rejected(reason);
+    this.ctx.observer?.rejected(reason, this.callClass);
     this.endWith(GrpcStatus.RESOURCE_EXHAUSTED, overloadResponse(pushbackMs));
   }
 

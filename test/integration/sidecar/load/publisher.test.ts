@@ -76,6 +76,8 @@ describe('LoadPublisher with a real nats-server', () => {
         ...[
           'max_num_batched_tokens',
           'overloaded',
+          'overloaded_priority',
+          'overloaded_tenants',
           'request_queue',
           'sequence',
           'timestamp_ms',

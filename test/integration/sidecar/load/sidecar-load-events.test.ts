@@ -32,6 +32,8 @@ const FIELDS = [
   'request_queue',
   'engine_request_limit',
   'overloaded',
+  'overloaded_priority',
+  'overloaded_tenants',
   'draining',
   'timestamp_ms',
   'sequence',
@@ -165,6 +167,10 @@ function expectWellFormed(e: LoadEvent): void {
     expect(e[k] === null || (Number.isInteger(e[k]) && e[k] >= 0), `${k}=${e[k]}`).toBe(true);
   }
   expect(typeof e.overloaded).toBe('boolean');
+  // For whom, while overloaded: an int32 priority or null (every one), a list of tenants or null (every one).
+  expect(e.overloaded_priority === null || Number.isInteger(e.overloaded_priority), `overloaded_priority=${e.overloaded_priority}`).toBe(true);
+  expect(e.overloaded_tenants === null || (Array.isArray(e.overloaded_tenants) && e.overloaded_tenants.every((t) => typeof t === 'string'))).toBe(true);
+  if (!e.overloaded) expect([e.overloaded_priority, e.overloaded_tenants]).toEqual([null, null]);
   expect(typeof e.draining).toBe('boolean');
   expect(e.model === null || (typeof e.model === 'string' && e.model !== ''), `model=${e.model}`).toBe(true);
   expect(e.grpc_address).toMatch(/^127\.0\.0\.1:[1-9]\d*$/); // the tests listen on 127.0.0.1:0

@@ -32,6 +32,8 @@ describe('parseRankReport', () => {
         engine_request: 4,
         request_queue: 1,
         predicted_ttft_ms: 180,
+        overloaded_priority: 3,
+        overloaded_tenants: ['noisy', ''],
       }),
     ).toEqual({
       workerId: '7',
@@ -49,7 +51,22 @@ describe('parseRankReport', () => {
       engineRequest: 4,
       requestQueue: 1,
       predictedTtftMs: 180,
+      overloadScope: { priority: 3, tenants: new Set(['noisy', '']) },
     });
+  });
+
+  it("reads an overload it cannot scope (absent, or not understood) as everyone's", () => {
+    expect(parseRankReport({ worker_id: 1, overloaded: true }).overloadScope).toBeUndefined();
+    expect(parseRankReport({ worker_id: 1, overloaded: true, overloaded_priority: 'x', overloaded_tenants: [1] }).overloadScope).toBeUndefined();
+    expect(parseRankReport({ worker_id: 1, overloaded: true, overloaded_priority: 2.5, overloaded_tenants: ['a'] }).overloadScope).toEqual({
+      priority: -Infinity,
+      tenants: new Set(['a']),
+    });
+    expect(parseRankReport({ worker_id: 1, overloaded: true, overloaded_priority: 4, overloaded_tenants: [] }).overloadScope).toEqual({
+      priority: 4,
+      tenants: null,
+    });
+    expect(parseRankReport({ worker_id: 1, overloaded: false, overloaded_priority: 4 }).overloadScope).toBeUndefined();
   });
 
   it("takes Dynamo's ActiveLoad with only worker_id: rank 0, every count unknown, flags false", () => {
@@ -62,6 +79,7 @@ describe('parseRankReport', () => {
       kvTotalBlocks: undefined,
       maxNumBatchedTokens: undefined,
       overloaded: false,
+      overloadScope: undefined,
       draining: false,
       model: undefined,
       grpcAddress: undefined,

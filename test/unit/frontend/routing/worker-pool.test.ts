@@ -1,7 +1,7 @@
 // The workers the frontend knows: applying reports, staleness and forgetting in heartbeats, leases, push connectivity.
 import { describe, expect, it } from 'vitest';
 import { parseRankReport, type RankReport } from '../../../../src/frontend/routing/load-report.js';
-import { FORGET_AFTER_HEARTBEATS, STALE_AFTER_HEARTBEATS, WorkerPool } from '../../../../src/frontend/routing/worker-pool.js';
+import { FORGET_AFTER_HEARTBEATS, STALE_AFTER_HEARTBEATS, WorkerPool, leasedFor } from '../../../../src/frontend/routing/worker-pool.js';
 
 const HEARTBEAT = 100;
 const LEASE = 1000;
@@ -68,6 +68,25 @@ describe('WorkerPool.apply', () => {
     const workers = pool();
     expect(workers.apply(report({ overloaded: true }), 10, 'nats')!.overloadedUntil).toBe(10 + LEASE);
     expect(workers.apply(report(), 20, 'nats')!.overloadedUntil).toBe(0);
+  });
+
+  it('leases a worker only for whom it refuses: less urgent requests of the tenants named', () => {
+    const workers = pool();
+    const worker = workers.apply(report({ overloaded: true, overloaded_priority: 5, overloaded_tenants: ['noisy'] }), 0, 'nats')!;
+    expect(leasedFor(worker, 1, { priority: 5, tenant: 'noisy' })).toBe(true);
+    expect(leasedFor(worker, 1, { priority: 9, tenant: 'noisy' })).toBe(true);
+    expect(leasedFor(worker, 1, { priority: 0, tenant: 'noisy' })).toBe(false); // more urgent: it would displace a queued call
+    expect(leasedFor(worker, 1, { priority: 5, tenant: 'polite' })).toBe(false); // it would push out one of noisy's
+    expect(leasedFor(worker, 1, undefined)).toBe(true); // a request of unknown class: the cautious reading
+    expect(leasedFor(worker, LEASE + 1, { priority: 9, tenant: 'noisy' })).toBe(false); // the lease is over
+    // The frontend's own refusals widen the lease in force with the class refused.
+    workers.markOverloaded(worker.workerId, 2, undefined, { priority: 1, tenant: undefined });
+    expect(leasedFor(worker, 3, { priority: 1 })).toBe(true);
+    expect(leasedFor(worker, 3, { priority: 1, tenant: 'polite' })).toBe(false);
+    expect(leasedFor(worker, 3, { priority: 0 })).toBe(false);
+    // A refusal of unknown class leases the worker for everyone.
+    workers.markOverloaded(worker.workerId, 4);
+    expect(leasedFor(worker, 5, { priority: -100, tenant: 'polite' })).toBe(true);
   });
 
   it('drops a rank silent longer than the forget window while the worker reports another', () => {

@@ -107,15 +107,53 @@ describe('WaitingRoom order', () => {
       ['c', 0],
       ['d', 7],
     ]);
-    expect(room.queuedAhead(-1)).toBe(0);
-    expect(room.queuedAhead(0)).toBe(2);
-    expect(room.queuedAhead(5)).toBe(3);
-    expect(room.queuedAhead(7)).toBe(4);
+    expect(room.queuedAhead({ priority: -1, tenant: '' })).toBe(0);
+    expect(room.queuedAhead({ priority: 0, tenant: '' })).toBe(2);
+    expect(room.queuedAhead({ priority: 5, tenant: '' })).toBe(3);
+    expect(room.queuedAhead({ priority: 7, tenant: '' })).toBe(4);
     expect(room.sizesByPriority()).toEqual([
       [0, 2],
       [3, 1],
       [7, 1],
     ]);
+  });
+});
+
+describe('WaitingRoom position of a new call among tenants', () => {
+  it('counts only the turns of the other tenants that come before it in the round', () => {
+    const room = new WaitingRoom(16);
+    fill(room, [
+      ['n1', 0, 'noisy'],
+      ['n2', 0, 'noisy'],
+      ['n3', 0, 'noisy'],
+      ['n4', 0, 'noisy'],
+      ['p1', 0, 'polite'],
+      ['u1', -1, 'urgent'],
+    ]);
+    // A new tenant: one turn of each other tenant, and every more urgent call.
+    expect(room.queuedAhead({ priority: 0, tenant: 'new' })).toBe(3);
+    // polite already holds one place: two turns of noisy's, its own one.
+    expect(room.queuedAhead({ priority: 0, tenant: 'polite' })).toBe(4);
+    // noisy: behind all its own four and polite's one.
+    expect(room.queuedAhead({ priority: 0, tenant: 'noisy' })).toBe(6);
+  });
+
+  it('names whom a full queue refuses: the lowest priority, and the tenants holding the most places', () => {
+    const room = new WaitingRoom(16);
+    expect(room.refusedWhenFull()).toBeUndefined();
+    const calls = fill(room, [
+      ['n1', 2, 'noisy'],
+      ['n2', 2, 'noisy'],
+      ['n3', 2, 'noisy'],
+      ['q1', 2, 'quiet'],
+      ['h1', 0, 'polite'],
+    ]);
+    expect(room.refusedWhenFull()).toEqual({ priority: 2, tenants: ['noisy'] });
+    room.remove(calls.get('n3')!);
+    expect(room.refusedWhenFull()).toEqual({ priority: 2, tenants: ['noisy', 'quiet'] });
+    room.remove(calls.get('n2')!);
+    // Every tenant holds one place: nobody could push anybody out, so every tenant is refused.
+    expect(room.refusedWhenFull()).toEqual({ priority: 2, tenants: null });
   });
 });
 

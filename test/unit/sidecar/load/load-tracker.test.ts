@@ -101,6 +101,8 @@ describe('LoadTracker scrape and config precedence', () => {
         request_queue: 0,
         engine_request_limit: null,
         overloaded: false,
+        overloaded_priority: null,
+        overloaded_tenants: null,
         draining: false,
         timestamp_ms: 123,
         sequence: 1,
@@ -203,6 +205,37 @@ describe('LoadTracker overloaded', () => {
     expect(t.overloaded).toBe(true);
     c.advance(1);
     expect(t.snapshot()[0]!.overloaded).toBe(false);
+  });
+
+  it('says whom the refusals of the overload in progress refused: the most urgent priority, the tenants', () => {
+    const c = clock();
+    const t = new LoadTracker({ workerId: 1, now: c.now, overloadHoldMs: 1000 });
+    t.setAdmission({ engineRequest: 4, requestQueue: 1, limit: 4, queueLimit: 4, hasRoom: false });
+    t.markRejected({ untilAdmittable: true, callClass: { priority: 5, tenant: 'noisy' } });
+    expect(rank0(t)).toMatchObject({ overloaded: true, overloaded_priority: 5, overloaded_tenants: ['noisy'] });
+    t.markRejected({ untilAdmittable: true, callClass: { priority: 3, tenant: '' } });
+    expect(rank0(t)).toMatchObject({ overloaded_priority: 3, overloaded_tenants: ['', 'noisy'] });
+    for (let i = 0; i < 8; i++) t.markRejected({ untilAdmittable: true, callClass: { priority: 4, tenant: `t${i}` } });
+    expect(rank0(t)).toMatchObject({ overloaded_priority: 3, overloaded_tenants: null }); // too many to list: everyone
+    // A new overload starts afresh; one of unknown class is everyone's.
+    c.advance(1000);
+    expect(rank0(t)).toMatchObject({ overloaded: false, overloaded_priority: null, overloaded_tenants: null });
+    t.markRejected({ untilAdmittable: true, callClass: { priority: 9, tenant: 'batch' } });
+    expect(rank0(t)).toMatchObject({ overloaded_priority: 9, overloaded_tenants: ['batch'] });
+    t.markRejected({ untilAdmittable: true });
+    expect(rank0(t)).toMatchObject({ overloaded: true, overloaded_priority: null, overloaded_tenants: null });
+  });
+
+  it('while the gate is full, says whom the full queue refuses, joined with the recent refusals', () => {
+    const c = clock();
+    let scope: { priority: number; tenants: string[] | null } | undefined = { priority: 5, tenants: ['noisy'] };
+    const t = new LoadTracker({ workerId: 1, now: c.now, overloadHoldMs: 1000, refusedWhenFull: () => scope });
+    t.setAdmission({ engineRequest: 4, requestQueue: 2, limit: 4, queueLimit: 2 });
+    expect(rank0(t)).toMatchObject({ overloaded: true, overloaded_priority: 5, overloaded_tenants: ['noisy'] });
+    t.markRejected({ callClass: { priority: 2, tenant: 'other' } });
+    expect(rank0(t)).toMatchObject({ overloaded_priority: 2, overloaded_tenants: ['noisy', 'other'] });
+    scope = { priority: 5, tenants: null };
+    expect(rank0(t)).toMatchObject({ overloaded_priority: 2, overloaded_tenants: null });
   });
 
   it('reports admission state and draining in every rank', () => {

@@ -89,6 +89,8 @@ function event(dpRank = 0): LoadEvent {
     request_queue: 0,
     engine_request_limit: null,
     overloaded: false,
+    overloaded_priority: null,
+    overloaded_tenants: null,
     draining: false,
     timestamp_ms: 0,
     sequence: 0,
