@@ -24,8 +24,9 @@
   function fmt(value, digits) {
     if (value === null || value === undefined || Number.isNaN(value)) return '–';
     if (typeof value !== 'number') return String(value);
-    const d = digits === undefined ? (Math.abs(value) >= 100 || Number.isInteger(value) ? 0 : value >= 10 ? 1 : 2) : digits;
-    return value.toFixed(d);
+    if (digits !== undefined) return value.toFixed(digits);
+    // Up to two decimals, trailing zeros dropped (0.3, 38.4, 12); whole numbers from 100 up.
+    return String(Math.abs(value) >= 100 ? Math.round(value) : Number(value.toFixed(2)));
   }
 
   function age(ms) {
