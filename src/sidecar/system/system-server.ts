@@ -153,7 +153,7 @@ export class SystemServer {
       case '/load':
         return json(res, 200, this.options.load());
       default:
-        return json(res, 404, { error: `no such endpoint ${path}; try /status /metrics /live /ready /health /load` });
+        return json(res, 404, { error: `no such endpoint ${path}; try /metrics /live /ready /health /load` });
     }
   }
 }
