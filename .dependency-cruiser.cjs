@@ -50,9 +50,10 @@ module.exports = {
     within('frontend', 'text/', []),
     within('frontend', 'routing/', []),
     within('frontend', 'frontend-metrics.ts', []),
+    within('frontend', 'request-class-metrics.ts', []),
     within('frontend', 'generate/', ['routing/', 'text/', 'frontend-metrics.ts']),
     within('frontend', 'sources/', ['routing/', 'generate/worker-credentials.ts']),
-    within('frontend', 'http/', ['generate/', 'routing/', 'text/', 'frontend-metrics.ts']),
+    within('frontend', 'http/', ['generate/', 'routing/', 'text/', 'frontend-metrics.ts', 'request-class-metrics.ts']),
     {
       name: 'src-never-imports-tests-or-bench',
       severity: 'error',

@@ -24,6 +24,11 @@ sidecars' caps still apply). Among the workers that are not busy, the default ro
 (predicted-ttft) picks the one whose sidecar predicts the soonest first token; workers whose
 events carry no prediction (older sidecars, Dynamo's workers) are routed least-loaded.
 
+A request's priority (x-request-priority, else the body's priority, else --default-priority; lower
+runs sooner) and tenant (x-tenant-id, else the body's user) go to the sidecar as gRPC metadata.
+With --priority-threshold-scale, every threshold is scaled per priority class, so low classes get
+529 first; a tenant over --tenant-max-inflight gets 429 ("slow down"), not 529 ("fleet full").
+
 Examples:
   dynamo-sidecar frontend --worker 127.0.0.1:50050 --worker 127.0.0.1:50060 --active-decode-blocks-threshold 0.85
   NATS_SERVER=nats://127.0.0.1:4222 dynamo-frontend --router-mode kv --active-prefill-tokens-threshold 10000

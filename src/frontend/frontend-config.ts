@@ -9,8 +9,10 @@ import { OptionReader, parseNatsServers, type Env } from '../platform/config/opt
 import type { LogLevel } from '../platform/log.js';
 import { parseNatsSecurity, type NatsSecurity } from '../platform/nats-security.js';
 import { readClientTls, readServerTls, type ClientTlsConfig, type ServerTlsConfig } from '../platform/tls/tls-options.js';
-import type { Thresholds } from './routing/contracts.js';
+import type { PriorityScales, Thresholds } from './routing/contracts.js';
 import { MAX_PREDICTED_TTFT_MS } from './routing/load-report.js';
+import { NO_PRIORITY_SCALES, parsePriorityScaleList } from './routing/priority-classes.js';
+import { parsePriority } from '../protocol/request-class.js';
 import { ROUTER_MODES, type RouterMode } from './routing/router.js';
 import { FRONTEND_OPTIONS, type FrontendOptionKey, type FrontendRawFlags } from './options.js';
 
@@ -33,6 +35,14 @@ export interface FrontendConfig {
   readonly thresholds: Thresholds;
   /** The fourth busy check (ours; flag/env only, every model): null = off. */
   readonly maxPredictedTtftMs: number | null;
+  /** Priority classes of every model until the API sets a model's own; empty: every priority at scale 1. */
+  readonly priorityThresholdScale: PriorityScales;
+  /** Priority of requests that give none. */
+  readonly defaultPriority: number;
+  /** Requests in flight per tenant; 0: no cap. */
+  readonly tenantMaxInflight: number;
+  /** Tenants with a metrics label of their own. */
+  readonly metricsMaxTenants: number;
   readonly overloadStatus: number;
   readonly retryAfterS: number;
   readonly overloadLeaseMs: number;
@@ -113,6 +123,10 @@ export function parseFrontendConfig(flags: FrontendRawFlags, env: Env): Frontend
     }),
     // 0 = off, as unset.
     maxPredictedTtftMs: read.integer('maxPredictedTtftMs', 0, MAX_PREDICTED_TTFT_MS) || null,
+    priorityThresholdScale: priorityThresholdScale(read),
+    defaultPriority: defaultPriority(read),
+    tenantMaxInflight: read.integer('tenantMaxInflight', 0, 1_000_000),
+    metricsMaxTenants: read.integer('metricsMaxTenants', 0, 10_000),
     overloadStatus: overloadStatus(read, warnings),
     retryAfterS: read.integer('retryAfterS', 0, 86_400),
     overloadLeaseMs: read.integer('overloadLeaseMs', 1, 3_600_000),
@@ -171,6 +185,27 @@ function httpTimeouts(read: Reader): Pick<FrontendConfig, 'httpReceiveTimeoutMs'
     read.report(given.source, `must be at most ${read.names('httpReceiveTimeoutMs')} (${receive}), got "${given.value}"`);
   }
   return { httpReceiveTimeoutMs: receive, httpHeadersTimeoutMs: receive };
+}
+
+function priorityThresholdScale(read: Reader): PriorityScales {
+  const found = read.raw('priorityThresholdScale');
+  if (!found) return NO_PRIORITY_SCALES;
+  const parsed = parsePriorityScaleList(found.value);
+  if ('problem' in parsed) {
+    read.report(found.source, `: ${parsed.problem}`);
+    return NO_PRIORITY_SCALES;
+  }
+  return parsed;
+}
+
+/** An int32, negative too (the reader's integer() takes digits only). */
+function defaultPriority(read: Reader): number {
+  const found = read.raw('defaultPriority');
+  if (!found) return FRONTEND_OPTIONS.defaultPriority.default;
+  const parsed = parsePriority(found.value);
+  if (typeof parsed === 'number') return parsed;
+  read.report(found.source, `: ${parsed.problem}`);
+  return FRONTEND_OPTIONS.defaultPriority.default;
 }
 
 /** Dynamo's rule: 200-999 accepted; 1xx, unparseable or out of range -> 529, with a warning. */

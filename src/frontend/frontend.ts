@@ -79,7 +79,7 @@ export async function startFrontend(config: FrontendConfig, deps: FrontendDeps):
   const workerTls = workersTls && ClientTls.load(workersTls, 'worker-client', tlsDeps!);
   const credentials = new WorkerCredentials(workerTls);
   const pool = new WorkerPool({ defaultHeartbeatMs: config.loadHeartbeatMs, leaseMs: config.overloadLeaseMs, maxWorkers: config.maxWorkers });
-  const thresholds = new ThresholdStore(config.thresholds);
+  const thresholds = new ThresholdStore(config.thresholds, config.priorityThresholdScale);
   const router = new WorkerRouter(
     {
       mode: config.routerMode,
@@ -153,6 +153,11 @@ export async function startFrontend(config: FrontendConfig, deps: FrontendDeps):
       adminApi: adminHere,
       bodyLimitBytes: config.maxBodyBytes,
       limits,
+      requestClasses: {
+        defaultPriority: config.defaultPriority,
+        tenantMaxInflight: config.tenantMaxInflight,
+        metricsMaxTenants: config.metricsMaxTenants,
+      },
       ready: () => (router.ready() ? { ready: true } : { ready: false, reason: pool.size === 0 ? 'no worker known yet' : 'no worker reachable' }),
     },
   });

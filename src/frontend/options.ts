@@ -69,6 +69,18 @@ export const FRONTEND_OPTIONS = {
     defaultText: 'unset (check off)',
     help: "a fourth busy check, beyond Dynamo's three: busy when the worker's fresh predicted_ttft_ms > this (an unknown prediction is never busy); integer 1..3600000, 0 = off; not settable through /busy_threshold",
   },
+  priorityThresholdScale: {
+    flag: '--priority-threshold-scale <list>',
+    env: 'DYN_PRIORITY_THRESHOLD_SCALE',
+    defaultText: 'none: every priority at scale 1',
+    help: 'priority classes as PRIORITY=SCALE pairs, e.g. "1=0.8,5=0.5": a request\'s class is the largest PRIORITY <= its priority (below all: scale 1), and every busy threshold (--max-predicted-ttft-ms too) is multiplied by its SCALE (0 < SCALE <= 10), so with SCALE < 1 workers are busy for that class sooner; per model through /busy_threshold (priority_threshold_scales)',
+  },
+  defaultPriority: {
+    flag: '--default-priority <int>',
+    env: 'DYN_DEFAULT_PRIORITY',
+    default: 0,
+    help: "priority of a request that gives none (neither the x-request-priority header nor the body's priority field); an int32, lower runs sooner (vLLM's order)",
+  },
   admissionControl: {
     flag: '--admission-control <mode>',
     env: 'DYN_ADMISSION_CONTROL',
@@ -103,6 +115,18 @@ export const FRONTEND_OPTIONS = {
     env: 'DYN_FRONTEND_MAX_WORKERS',
     default: 4096,
     help: 'most workers the frontend keeps; events from further new workers are refused and counted (a rogue publisher cannot grow memory or /metrics without bound)',
+  },
+  tenantMaxInflight: {
+    flag: '--tenant-max-inflight <n>',
+    env: 'DYN_TENANT_MAX_INFLIGHT',
+    default: 0,
+    help: "most requests one tenant (x-tenant-id, else the body's user) may have in flight at this frontend; one more gets 429 with Retry-After; requests with no tenant are not capped; 0 = no cap",
+  },
+  metricsMaxTenants: {
+    flag: '--metrics-max-tenants <k>',
+    env: 'DYN_METRICS_MAX_TENANTS',
+    default: 20,
+    help: 'tenants with a metrics label of their own (the first K seen); later ones are counted as tenant="other"',
   },
   tokenizer: {
     flag: '--tokenizer <path>',

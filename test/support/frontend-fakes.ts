@@ -6,12 +6,13 @@
 import { EventEmitter } from 'node:events';
 import { Registry } from 'prom-client';
 import { vllmEngineMessage, type GenerateRequestMessage, type GenerateResponseMessage } from '../../src/protocol/engine/engine-proto.js';
-import type { CallStatus, GenerateCall, WorkerClients } from '../../src/frontend/generate/worker-clients.js';
+import type { CallClass, CallStatus, GenerateCall, WorkerClients } from '../../src/frontend/generate/worker-clients.js';
 import type {
   BusyCheck,
   InactiveCheck,
   InFlight,
   OverloadDetails,
+  PriorityScales,
   RouteDecision,
   RouteTarget,
   Router,
@@ -43,6 +44,8 @@ export class FakeRouter implements Router {
   /** When set, decides instead of the targets list. */
   decide: ((model: string, tried: ReadonlySet<string>) => RouteDecision) | undefined;
   readonly routeCalls: { model: string; tried: string[]; promptTokens: number }[] = [];
+  /** The priority of each route call, in the same order. */
+  readonly routePriorities: (number | undefined)[] = [];
   readonly inflight: InFlightRecord[] = [];
   readonly refused: { workerId: string; kind: string; pushbackMs?: number }[] = [];
   isReady = true;
@@ -52,8 +55,9 @@ export class FakeRouter implements Router {
     return [...this.modelList].sort();
   }
 
-  route(model: string, tried: ReadonlySet<string>, promptTokens: number): RouteDecision {
+  route(model: string, tried: ReadonlySet<string>, promptTokens: number, priority?: number): RouteDecision {
     this.routeCalls.push({ model, tried: [...tried], promptTokens });
+    this.routePriorities.push(priority);
     if (this.decide) return this.decide(model, tried);
     if (!this.modelList.includes(model)) return { kind: 'unknown_model' };
     const next = this.targets.find((t) => !tried.has(t.workerId));
@@ -84,6 +88,16 @@ export class FakeRouter implements Router {
 
 export class FakeThresholds implements ThresholdApi {
   readonly values = new Map<string, Thresholds>();
+  readonly scales = new Map<string, PriorityScales>();
+
+  priorityScales(model: string): PriorityScales {
+    return this.scales.get(model) ?? [];
+  }
+
+  setPriorityScales(model: string, scales: PriorityScales): PriorityScales {
+    this.scales.set(model, scales);
+    return scales;
+  }
 
   get(model: string): Thresholds {
     return (
@@ -113,6 +127,8 @@ export class FakeCall extends EventEmitter implements GenerateCall {
   constructor(
     readonly target: RouteTarget,
     readonly request: GenerateRequestMessage,
+    /** What the call's metadata carried: x-request-priority and x-tenant-id. */
+    readonly callClass: CallClass = { priority: 0 },
   ) {
     super();
   }
@@ -183,8 +199,8 @@ export class FakeWorkers implements WorkerClients {
   defaultScript: Script = streams([1, 2, 3]);
   closed = false;
 
-  generate(t: RouteTarget, request: GenerateRequestMessage): GenerateCall {
-    const call = new FakeCall(t, request);
+  generate(t: RouteTarget, request: GenerateRequestMessage, callClass: CallClass): GenerateCall {
+    const call = new FakeCall(t, request, callClass);
     this.calls.push(call);
     void (this.scripts.get(t.workerId) ?? this.defaultScript)(call);
     return call;
@@ -214,6 +230,11 @@ export const TEST_OPTIONS: FrontendAppOptions = {
     maxConnections: FRONTEND_OPTIONS.httpMaxConnections.default,
   },
   ready: () => ({ ready: true }),
+  requestClasses: {
+    defaultPriority: FRONTEND_OPTIONS.defaultPriority.default,
+    tenantMaxInflight: FRONTEND_OPTIONS.tenantMaxInflight.default,
+    metricsMaxTenants: FRONTEND_OPTIONS.metricsMaxTenants.default,
+  },
 };
 
 export function testApp(
@@ -273,13 +294,19 @@ export async function metricValue(registry: Registry, name: string, labels: Reco
 
 /**
  * Drives `t` so that every request series of /metrics has a sample (a worker refusal and its
- * retry, a served completion, a 529), then returns the /metrics text.
+ * retry, a served completion, a 529, each with a tenant), then returns the /metrics text.
  */
 export async function metricsWithEverySeries(t: TestApp): Promise<string> {
   t.router.targets = [target('1'), target('2')];
   t.workers.scripts.set('1', fails(GrpcStatus.RESOURCE_EXHAUSTED));
-  await t.app.inject({ method: 'POST', url: '/v1/chat/completions', payload: { model: 'm1', messages: [{ role: 'user', content: 'x' }] } });
+  // A tenant and a priority: the per-class and per-tenant series (outcomes, in-flight gauge).
+  await t.app.inject({
+    method: 'POST',
+    url: '/v1/chat/completions',
+    headers: { 'x-tenant-id': 'team-a' },
+    payload: { model: 'm1', messages: [{ role: 'user', content: 'x' }], priority: 3 },
+  });
   t.router.decide = () => ({ kind: 'overloaded', details: OVERLOAD_DETAILS });
-  await t.app.inject({ method: 'POST', url: '/v1/completions', payload: { model: 'm1', prompt: 'x' } });
+  await t.app.inject({ method: 'POST', url: '/v1/completions', payload: { model: 'm1', prompt: 'x', user: 'team-b' } });
   return (await t.app.inject({ method: 'GET', url: '/metrics' })).body;
 }

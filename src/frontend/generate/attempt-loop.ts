@@ -5,6 +5,8 @@
  * request's tried set, and the request goes to the next worker the router picks; routing
  * decisions that are not a worker become typed errors (404, 503, the overload status). Once a
  * first message has arrived the request belongs to that worker: no retry after that point.
+ * Every attempt is routed with the request's priority (its class scales the busy thresholds)
+ * and carries it, and the tenant, as gRPC metadata.
  */
 import type { GenerateRequestMessage } from '../../protocol/engine/engine-proto.js';
 import type { Logger } from '../../platform/log.js';
@@ -13,7 +15,7 @@ import type { EncodedPrompt } from '../text/prompt-encoding.js';
 import type { InFlight, RouteDecision, Router } from '../routing/contracts.js';
 import { ClientGoneError, FrontendError } from './errors.js';
 import { Generation } from './generation.js';
-import type { WorkerClients } from './worker-clients.js';
+import type { CallClass, WorkerClients } from './worker-clients.js';
 import { WorkerStream } from './worker-stream.js';
 import { pushbackMsOf, refusalOf, workerFailure } from './worker-status.js';
 
@@ -26,6 +28,10 @@ export interface GenerationRequest {
   readonly maxTokens?: number;
   readonly temperature?: number;
   readonly seed?: number;
+  /** Lower runs sooner: picks the routing class and is sent to every attempt as `x-request-priority`. */
+  readonly priority: number;
+  /** Sent as `x-tenant-id` when given. */
+  readonly tenant?: string;
 }
 
 export interface AttemptDeps {
@@ -41,13 +47,16 @@ export interface AttemptDeps {
 export async function startGeneration(deps: AttemptDeps, request: GenerationRequest, record: RequestRecord, signal: AbortSignal): Promise<Generation> {
   const { router, workers, logger } = deps;
   const message = generateRequest(request);
+  // Metadata, not a message field: SMG's GenerateRequest has no priority (docs/frontend.md).
+  const callClass: CallClass = request.tenant === undefined ? { priority: request.priority } : { priority: request.priority, tenant: request.tenant };
   const promptTokens = request.prompt.tokens;
   const tried = new Set<string>();
   // The soonest any refusing worker expects room: the client's Retry-After if every one refuses.
   let soonestPushbackMs: number | undefined;
   for (;;) {
     if (signal.aborted) throw new ClientGoneError();
-    const decision = router.route(request.model, tried, promptTokens);
+    // Every attempt, a retry after a refusal included, is routed by the request's class: a low class sees workers busy sooner.
+    const decision = router.route(request.model, tried, promptTokens, request.priority);
     if (decision.kind !== 'route') throw rejection(decision, soonest(soonestPushbackMs, decision.kind === 'overloaded' ? decision.retryAfterMs : undefined));
     const { target } = decision;
     if (tried.has(target.workerId)) {
@@ -59,7 +68,7 @@ export async function startGeneration(deps: AttemptDeps, request: GenerationRequ
     const inflight = endOnce(router.begin(target, promptTokens));
     let stream: WorkerStream;
     try {
-      stream = new WorkerStream(workers.generate(target, message));
+      stream = new WorkerStream(workers.generate(target, message, callClass));
     } catch (error) {
       inflight.end();
       throw new FrontendError('internal', `cannot start the worker call: ${error instanceof Error ? error.message : String(error)}`, { cause: error });

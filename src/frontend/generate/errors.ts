@@ -23,6 +23,8 @@ export type FrontendErrorCode =
   | 'unavailable'
   /** Every eligible worker is busy or refused: the overload status (529). */
   | 'overloaded'
+  /** The request's tenant has --tenant-max-inflight requests in flight here: 429 ("you, slow down", not "the fleet is full"). */
+  | 'tenant_capped'
   /** The worker failed the call (any gRPC failure but a deadline), or broke the protocol. */
   | 'worker_failed'
   /** The call's deadline passed. */
@@ -35,7 +37,7 @@ export type FrontendErrorCode =
 export interface FrontendErrorOptions {
   /** For 'overloaded': why every worker was refused. */
   readonly details?: OverloadDetails;
-  /** For 'overloaded' after workers refused: the soonest any of them expects room (its retry pushback), in ms. */
+  /** For 'overloaded' after workers refused: the soonest any of them expects room (its retry pushback); for 'tenant_capped': the estimate of a slot freeing; in ms. */
   readonly retryAfterMs?: number | undefined;
   /** What went wrong underneath (a thrown error, a worker's gRPC status), for logs; never sent to clients. */
   readonly cause?: unknown;

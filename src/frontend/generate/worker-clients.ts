@@ -9,6 +9,7 @@ import * as grpc from '@grpc/grpc-js';
 import type { GenerateRequestMessage, GenerateResponseMessage } from '../../protocol/engine/engine-proto.js';
 import { vllmEngineService } from '../../protocol/engine/engine-services.js';
 import { DP_RANK_HEADER } from '../../protocol/load-event.js';
+import { PRIORITY_HEADER, TENANT_HEADER } from '../../protocol/request-class.js';
 import type { RouteTarget } from '../routing/contracts.js';
 import type { GrpcStatus } from '../../protocol/grpc/status.js';
 import { WorkerCredentials } from './worker-credentials.js';
@@ -31,9 +32,20 @@ export interface GenerateCall {
   cancel(): void;
 }
 
+/** The request's class as sent to the sidecar (src/protocol/request-class.ts). */
+export interface CallClass {
+  /** Sent as `x-request-priority`, always. */
+  readonly priority: number;
+  /** Sent as `x-tenant-id` when given. */
+  readonly tenant?: string;
+}
+
 export interface WorkerClients {
-  /** Starts Generate on the target's sidecar, with its dp rank in the request and as `x-data-parallel-rank`. */
-  generate(target: RouteTarget, request: GenerateRequestMessage): GenerateCall;
+  /**
+   * Starts Generate on the target's sidecar, with its dp rank in the request and as
+   * `x-data-parallel-rank`, and the request's class as `x-request-priority` and `x-tenant-id`.
+   */
+  generate(target: RouteTarget, request: GenerateRequestMessage, callClass: CallClass): GenerateCall;
   /** Closes every client; calls still open end with CANCELLED/UNAVAILABLE. */
   close(): void;
 }
@@ -68,11 +80,13 @@ export class GrpcWorkerClients implements WorkerClients {
     this.credentials = options.credentials ?? new WorkerCredentials(undefined);
   }
 
-  generate(target: RouteTarget, request: GenerateRequestMessage): GenerateCall {
+  generate(target: RouteTarget, request: GenerateRequestMessage, callClass: CallClass): GenerateCall {
     if (this.closed) throw new Error('worker clients are closed');
     const client = this.client(target.address);
     const metadata = new grpc.Metadata();
     metadata.set(DP_RANK_HEADER, String(target.dpRank));
+    metadata.set(PRIORITY_HEADER, String(callClass.priority));
+    if (callClass.tenant !== undefined) metadata.set(TENANT_HEADER, callClass.tenant);
     const callOptions: grpc.CallOptions = {};
     if (this.options.requestDeadlineMs !== undefined) callOptions.deadline = this.now() + this.options.requestDeadlineMs;
     const method = (client as unknown as { Generate: GenerateMethod }).Generate;

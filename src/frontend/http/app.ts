@@ -20,6 +20,7 @@ import type { Logger } from '../../platform/log.js';
 import { GRPC_DEFAULT_MAX_RECEIVE_BYTES } from '../../protocol/grpc/framing.js';
 import type { ServerTls } from '../../platform/tls/server-tls.js';
 import { FrontendMetrics } from '../frontend-metrics.js';
+import { RequestClassMetrics } from '../request-class-metrics.js';
 import { PromptAdmission } from '../generate/prompt-admission.js';
 import type { WorkerClients } from '../generate/worker-clients.js';
 import type { Router, ThresholdApi } from '../routing/contracts.js';
@@ -31,6 +32,7 @@ import { answerRootErrors, frameworkErrorOptions } from './framework-errors.js';
 import { healthRoutes, type Readiness } from './health-routes.js';
 import { openAiRoutes } from './openai-routes.js';
 import { statusRoutes, type StatusRouteDeps } from './status-routes.js';
+import { TenantInflight } from './tenant-inflight.js';
 import { capConnections, droppedConnectionsCounter, serverTimeouts, type HttpLimits } from './server-limits.js';
 
 export interface FrontendAppOptions {
@@ -48,6 +50,17 @@ export interface FrontendAppOptions {
   ready(): Readiness;
   /** SSE comment heartbeat while a stream is idle, ms; 0 turns it off. Default 15000. */
   readonly sseHeartbeatMs?: number;
+  /** Priorities and tenants (--default-priority, --tenant-max-inflight, --metrics-max-tenants). */
+  readonly requestClasses: RequestClassOptions;
+}
+
+export interface RequestClassOptions {
+  /** Priority of requests that give none. */
+  readonly defaultPriority: number;
+  /** Requests in flight per tenant; 0: no cap. */
+  readonly tenantMaxInflight: number;
+  /** Tenants with a metrics label of their own. */
+  readonly metricsMaxTenants: number;
 }
 
 /** Plain functions, not methods: the app passes them on detached from the clock. */
@@ -89,12 +102,20 @@ export function buildFrontendApp(deps: FrontendAppDeps): FastifyInstance {
   capConnections(app.server, options.limits, droppedConnectionsCounter(deps.registry));
   void app.register(fastifySSE, { heartbeatInterval: options.sseHeartbeatMs ?? 15_000 });
 
+  const classMetrics = new RequestClassMetrics(deps.registry, options.requestClasses.metricsMaxTenants);
+  const tenants = new TenantInflight(options.requestClasses.tenantMaxInflight, clock.monotonic, {
+    onCount: (tenant, count) => classMetrics.tenantCount(tenant, count),
+  });
   void app.register(openAiRoutes, {
     router: deps.router,
     workers: deps.workers,
     tokenizer: deps.tokenizer,
     prompts: deps.prompts ?? new PromptAdmission(new PromptEncoder(deps.tokenizer), GRPC_DEFAULT_MAX_RECEIVE_BYTES),
     metrics: new FrontendMetrics(deps.registry, clock.monotonic),
+    classMetrics,
+    thresholds: deps.thresholds,
+    tenants,
+    defaultPriority: options.requestClasses.defaultPriority,
     logger,
     overloadStatus: options.overloadStatus,
     retryAfterS: options.retryAfterS,

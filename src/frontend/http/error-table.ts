@@ -36,6 +36,8 @@ export const ERROR_TABLE: Readonly<Record<FrontendErrorCode, ErrorSpec>> = Objec
   unknown_model: { status: fixed(404), type: 'Not Found', message: 'Model not found' },
   unavailable: { status: fixed(503), type: 'Service Unavailable', message: 'Service temporarily unavailable' },
   overloaded: { status: (o) => o.overloadStatus, type: 'Overloaded', message: 'Service temporarily overloaded' },
+  // OpenAI's own code for too many requests; the message names the cap, never another tenant.
+  tenant_capped: { status: fixed(429), type: 'rate_limit_exceeded' },
   worker_failed: { status: fixed(502), type: 'Bad Gateway' },
   worker_timeout: { status: fixed(504), type: 'Gateway Timeout' },
   // Never sent (the client is gone); the status its request is counted under.

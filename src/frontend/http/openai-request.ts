@@ -9,10 +9,11 @@ import type { GenerationRequest } from '../generate/attempt-loop.js';
 import { FrontendError } from '../generate/errors.js';
 import type { PromptInput } from '../generate/prompt-admission.js';
 import type { Endpoint } from '../frontend-metrics.js';
+import type { ClassFields } from './resolve-request-class.js';
 import { renderChatPrompt, UnsupportedContentError, type ChatMessage } from '../text/chat-prompt.js';
 
-/** What the worker is asked (all but the request id, given once the job starts, and the prompt's bytes), and how to answer. */
-export interface CompletionJob extends Omit<GenerationRequest, 'requestId' | 'prompt'> {
+/** What the worker is asked (all but the request id, given once the job starts, the prompt's bytes and the request's class), and how to answer. */
+export interface CompletionJob extends Omit<GenerationRequest, 'requestId' | 'prompt' | 'priority' | 'tenant'> {
   readonly endpoint: Endpoint;
   readonly input: PromptInput;
   /** The body field the prompt came from, for messages about it. */
@@ -22,7 +23,8 @@ export interface CompletionJob extends Omit<GenerationRequest, 'requestId' | 'pr
   readonly includeUsage: boolean;
 }
 
-interface CommonBody {
+/** `priority` and `user` are read with the headers (resolve-request-class.ts), not into the job. */
+interface CommonBody extends ClassFields {
   model: string;
   max_tokens?: number | null;
   n?: number | null;

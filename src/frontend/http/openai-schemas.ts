@@ -1,10 +1,12 @@
 /**
  * JSON schemas of the two OpenAI request bodies, checked by Fastify's ajv before a handler
  * runs, so a malformed body is a 400 naming its field ("body/messages must be array").
- * Only the fields the frontend uses are described; everything else OpenAI clients send (user,
- * logprobs, tools, ...) is allowed and ignored. Rules a schema cannot say well (n must be 1,
+ * Only the fields the frontend uses are described; everything else OpenAI clients send
+ * (logprobs, tools, ...) is allowed and ignored. Rules a schema cannot say well (n must be 1,
  * one prompt only, text parts only) are checked in openai-request.ts with their own messages.
  */
+
+import { MAX_PRIORITY, MIN_PRIORITY } from '../../protocol/request-class.js';
 
 const nullable = (type: string) => ({ type: [type, 'null'] });
 
@@ -22,6 +24,10 @@ const common = {
   /** int32 in the proto. */
   seed: { type: ['integer', 'null'], minimum: -2_147_483_648, maximum: 2_147_483_647 },
   stream: nullable('boolean'),
+  /** vLLM's extension field: int32, lower runs sooner (resolve-request-class.ts; the x-request-priority header wins). */
+  priority: { type: ['integer', 'null'], minimum: MIN_PRIORITY, maximum: MAX_PRIORITY },
+  /** OpenAI's end-user id: the tenant, unless x-tenant-id is given. */
+  user: nullable('string'),
   stream_options: {
     type: ['object', 'null'],
     properties: { include_usage: nullable('boolean') },

@@ -27,6 +27,15 @@ export interface Thresholds {
   readonly active_prefill_tokens_threshold_frac: number | null;
 }
 
+/** One priority class: requests with priority >= `priority` (up to the next key) get every threshold times `scale` (priority-classes.ts). */
+export interface PriorityScale {
+  readonly priority: number;
+  readonly scale: number;
+}
+
+/** Sorted by priority, no key twice; empty: every request at scale 1. */
+export type PriorityScales = readonly PriorityScale[];
+
 /** Where one attempt of a request goes: a worker's sidecar and the dp rank to ask for. */
 export interface RouteTarget {
   /** worker_id as a decimal string (Dynamo's ids are u64, beyond JSON's safe integers). */
@@ -74,8 +83,12 @@ export interface InFlight {
 export interface Router {
   /** Models served by at least one known worker, sorted. */
   models(): string[];
-  /** One routing decision for one attempt; `tried` holds workerIds this request already tried. */
-  route(model: string, tried: ReadonlySet<string>, promptTokens: number): RouteDecision;
+  /**
+   * One routing decision for one attempt; `tried` holds workerIds this request already tried.
+   * `priority` (lower runs sooner) picks the request's class, whose scale multiplies every busy
+   * threshold (priority-classes.ts); undefined: scale 1.
+   */
+  route(model: string, tried: ReadonlySet<string>, promptTokens: number, priority?: number): RouteDecision;
   /** Counts an attempt at `target` until end() (the caller ends it however the attempt ends). */
   begin(target: RouteTarget, promptTokens: number): InFlight;
   /**
@@ -106,4 +119,8 @@ export interface ThresholdApi {
   update(model: string, changes: Partial<Thresholds>): Thresholds;
   /** Turns one check off for this model (beyond Dynamo: DELETE /busy_threshold). */
   disable(model: string, check: BusyCheck): Thresholds;
+  /** The model's priority classes (--priority-threshold-scale until the API sets the model's own). */
+  priorityScales(model: string): PriorityScales;
+  /** Replaces the model's priority classes (an empty list: every priority at scale 1). */
+  setPriorityScales(model: string, scales: PriorityScales): PriorityScales;
 }

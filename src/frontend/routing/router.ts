@@ -7,6 +7,7 @@
  *   none of its workers routable             -> unavailable  (503)
  *   routable ones all tried, worker-overloaded
  *   (lease) or busy by the thresholds        -> overloaded   (529, with the counts why)
+ *   (the thresholds times the scale of the request's priority class: priority-classes.ts)
  *   else one free worker, by --router-mode, and its least-loaded free dp rank
  *
  * Busy detection runs in every routing mode (in Dynamo only with --router-mode kv). Modes:
@@ -35,6 +36,7 @@ import type {
   Thresholds,
 } from './contracts.js';
 import type { RankReport } from './load-report.js';
+import { priorityClassOf, scaleThresholds } from './priority-classes.js';
 import type { RankState, WorkerPool, WorkerState } from './worker-pool.js';
 
 export const ROUTER_MODES = ['predicted-ttft', 'round-robin', 'random', 'least-loaded', 'kv'] as const;
@@ -51,7 +53,7 @@ export interface RouterOptions {
 export interface RouterDeps {
   readonly pool: WorkerPool;
   /** Read at every decision, so a /busy_threshold change applies to the next request. */
-  readonly thresholds: Pick<ThresholdApi, 'get'>;
+  readonly thresholds: Pick<ThresholdApi, 'get' | 'priorityScales'>;
   readonly now: () => number;
   readonly random: () => number;
   readonly logger: Logger;
@@ -85,7 +87,7 @@ export class WorkerRouter implements Router {
     return false;
   }
 
-  route(model: string, tried: ReadonlySet<string>, promptTokens: number): RouteDecision {
+  route(model: string, tried: ReadonlySet<string>, promptTokens: number, priority?: number): RouteDecision {
     const { pool } = this.deps;
     const now = this.deps.now();
     if (pool.size === 0) return { kind: 'no_workers' };
@@ -94,7 +96,10 @@ export class WorkerRouter implements Router {
     const routable = serving.filter((w) => pool.routable(w, now));
     if (routable.length === 0) return { kind: 'unavailable', reason: `no reachable worker serves ${model}` };
 
-    const thresholds = this.deps.thresholds.get(model);
+    // The request's class scales every threshold, the fourth check's included (priority-classes.ts).
+    const { scale } = priorityClassOf(this.deps.thresholds.priorityScales(model), priority);
+    const thresholds = scaleThresholds(this.deps.thresholds.get(model), scale);
+    const maxPredictedTtftMs = this.options.maxPredictedTtftMs === null ? null : this.options.maxPredictedTtftMs * scale;
     const checks: Partial<Record<BusyRule, number>> = {};
     let busy = 0;
     let overloaded = 0;
@@ -112,7 +117,7 @@ export class WorkerRouter implements Router {
         continue;
       }
       const fresh = this.freshRanks(worker, now);
-      const verdict = judgeWorker([...fresh.values()], thresholds, this.options.maxPredictedTtftMs);
+      const verdict = judgeWorker([...fresh.values()], thresholds, maxPredictedTtftMs);
       this.logMissing(worker, verdict.missing);
       if (verdict.busy) {
         busy++;
@@ -126,7 +131,10 @@ export class WorkerRouter implements Router {
       return soonestRetryAt === Infinity ? { kind: 'overloaded', details } : { kind: 'overloaded', details, retryAfterMs: soonestRetryAt - now };
     }
     const chosen = this.pick(free, promptTokens);
-    return { kind: 'route', target: { workerId: chosen.worker.workerId, address: chosen.worker.address!, dpRank: this.pickRank(chosen, thresholds) } };
+    return {
+      kind: 'route',
+      target: { workerId: chosen.worker.workerId, address: chosen.worker.address!, dpRank: this.pickRank(chosen, thresholds, maxPredictedTtftMs) },
+    };
   }
 
   begin(target: RouteTarget, promptTokens: number): InFlight {
@@ -239,11 +247,11 @@ export class WorkerRouter implements Router {
   }
 
   /** The free rank with the least load; rank 0 when the worker reported none. */
-  private pickRank(candidate: Candidate, thresholds: Thresholds): number {
+  private pickRank(candidate: Candidate, thresholds: Thresholds, maxPredictedTtftMs: number | null): number {
     let best: { index: number; load: number } | undefined;
     for (const [index, rank] of candidate.worker.ranks) {
       const report = candidate.fresh.get(index);
-      if (judgeRank(report, thresholds, this.options.maxPredictedTtftMs).busy) continue;
+      if (judgeRank(report, thresholds, maxPredictedTtftMs).busy) continue;
       const load = rankLoad(rank, report);
       if (!best || load < best.load) best = { index, load };
     }

@@ -258,7 +258,7 @@ describe('the attempt loop', () => {
       close: () => {},
     };
     const record = new FrontendMetrics(new Registry()).startRequest('completions');
-    const request = { requestId: 'r1', model: 'm1', prompt: { tokens: 1, tokenized: encodeTokenizedInput([1], 64)! } };
+    const request = { requestId: 'r1', model: 'm1', prompt: { tokens: 1, tokenized: encodeTokenizedInput([1], 64)! }, priority: 0 };
     const started = startGeneration({ router: new FakeRouter(), workers, logger: silentLogger }, request, record, new AbortController().signal);
     const error = await started.then(
       () => undefined,

@@ -191,3 +191,73 @@ describe('with the admin API off', () => {
     expect(t.thresholds.values.size).toBe(0);
   });
 });
+
+describe('/busy_threshold priority_threshold_scales', () => {
+  it('is absent from an entry whose model has no classes (the entry stays exactly Dynamo’s), and shown once it has', async () => {
+    t = testApp();
+    t.router.modelList = ['m1', 'm2'];
+    t.thresholds.setPriorityScales('m2', [
+      { priority: 1, scale: 0.8 },
+      { priority: 5, scale: 0.5 },
+    ]);
+    const listed = (await t.app.inject({ method: 'GET', url: '/busy_threshold' })).json<{ thresholds: Record<string, unknown>[] }>();
+    expect(listed.thresholds[0]).not.toHaveProperty('priority_threshold_scales');
+    expect(listed.thresholds[1]).toMatchObject({ model: 'm2', priority_threshold_scales: { '1': 0.8, '5': 0.5 } });
+    const read = await post({ model: 'm2' });
+    expect(read.json()).toMatchObject({ priority_threshold_scales: { '1': 0.8, '5': 0.5 } });
+  });
+
+  it("replaces the model's list with the one given, alone or with thresholds; null or absent keeps it; {} clears it", async () => {
+    t = testApp();
+    const set = await post({ model: 'm1', priority_threshold_scales: { '5': 0.5, '-2': 2 } });
+    expect(set.statusCode).toBe(200);
+    expect(set.json()).toEqual({ model: 'm1', ...NULLS, priority_threshold_scales: { '-2': 2, '5': 0.5 }, diagnostics: { inactive_checks: [] } });
+    expect(t.thresholds.priorityScales('m1')).toEqual([
+      { priority: -2, scale: 2 },
+      { priority: 5, scale: 0.5 },
+    ]);
+    const both = await post({ model: 'm1', active_prefill_tokens_threshold: 100, priority_threshold_scales: { '3': 0.25 } });
+    expect(both.json()).toMatchObject({ active_prefill_tokens_threshold: 100, priority_threshold_scales: { '3': 0.25 } });
+    await post({ model: 'm1', active_prefill_tokens_threshold: 50, priority_threshold_scales: null });
+    await post({ model: 'm1', active_prefill_tokens_threshold: 60 });
+    expect(t.thresholds.priorityScales('m1')).toEqual([{ priority: 3, scale: 0.25 }]);
+    const cleared = await post({ model: 'm1', priority_threshold_scales: {} });
+    expect(cleared.json()).not.toHaveProperty('priority_threshold_scales');
+    expect(t.thresholds.priorityScales('m1')).toEqual([]);
+    expect(t.thresholds.get('m1').active_prefill_tokens_threshold).toBe(60);
+  });
+
+  it('answers a wrong shape with 422 and a wrong value with 400, changing nothing', async () => {
+    t = testApp();
+    t.thresholds.setPriorityScales('m1', [{ priority: 1, scale: 0.5 }]);
+    const cases: [unknown, number, string][] = [
+      [[0.5], 422, 'invalid type for `priority_threshold_scales`'],
+      ['0.5', 422, 'invalid type for `priority_threshold_scales`'],
+      [{ '1': '0.5' }, 422, 'invalid type for `priority_threshold_scales.1`'],
+      [{ '1': null }, 422, 'invalid type for `priority_threshold_scales.1`'],
+      [{ high: 0.5 }, 400, 'priority_threshold_scales keys must be integer priorities, got "high"'],
+      [{ '1.5': 0.5 }, 400, 'keys must be integer priorities'],
+      [{ ' 1': 0.5 }, 400, 'keys must be integer priorities'],
+      [{ '1': 0 }, 400, 'priority_threshold_scales: priority 1: scale must be a number > 0 and <= 10, got 0'],
+      [{ '1': 11 }, 400, 'scale must be a number > 0 and <= 10'],
+      [{ '1': -1 }, 400, 'scale must be'],
+      [{ '1': 0.5, '+1': 0.7 }, 400, 'priority 1 is given twice'],
+      [{ '4294967296': 0.5 }, 400, 'keys must be integer priorities'],
+    ];
+    for (const [scales, status, error] of cases) {
+      const res = await post({ model: 'm1', active_prefill_tokens_threshold: 5, priority_threshold_scales: scales });
+      expect(res.statusCode, JSON.stringify(scales)).toBe(status);
+      expect(res.json<{ error: string }>().error).toContain(error);
+    }
+    expect(t.thresholds.priorityScales('m1')).toEqual([{ priority: 1, scale: 0.5 }]);
+    expect(t.thresholds.get('m1').active_prefill_tokens_threshold).toBeNull();
+  });
+
+  it('refuses a set for a model with no workers (404), as for the thresholds', async () => {
+    t = testApp();
+    const res = await post({ model: 'ghost', priority_threshold_scales: { '1': 0.5 } });
+    expect(res.statusCode).toBe(404);
+    expect(res.json()).toEqual({ error: "Model 'ghost' not found. Thresholds can only be set for discovered models." });
+    expect(t.thresholds.scales.has('ghost')).toBe(false);
+  });
+});

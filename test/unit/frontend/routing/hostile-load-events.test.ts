@@ -18,7 +18,7 @@ function setup() {
   const thresholds = { ...THRESHOLDS_OFF, active_prefill_tokens_threshold: 10 };
   const router = new WorkerRouter(
     { mode: 'least-loaded', kvBlockSize: 16, trackOutputBlocks: false, maxPredictedTtftMs: null },
-    { pool, thresholds: { get: () => thresholds }, now: () => now, random: () => 0, logger: recordingLogger() },
+    { pool, thresholds: { get: () => thresholds, priorityScales: () => [] }, now: () => now, random: () => 0, logger: recordingLogger() },
   );
   const report = (fields: Record<string, unknown>) =>
     pool.apply(parseRankReport({ worker_id: 7, model: 'm', grpc_address: '127.0.0.1:5007', heartbeat_ms: HEARTBEAT, ...fields }), now, 'nats');

@@ -20,7 +20,7 @@ function setup(options: { mode?: RouterMode; maxPredictedTtftMs?: number | null;
   const thresholds = { ...THRESHOLDS_OFF, ...options.thresholds };
   const router = new WorkerRouter(
     { mode: options.mode ?? 'predicted-ttft', kvBlockSize: 16, trackOutputBlocks: false, maxPredictedTtftMs: options.maxPredictedTtftMs ?? null },
-    { pool, thresholds: { get: () => thresholds }, now: () => now, random: () => 0, logger: recordingLogger() },
+    { pool, thresholds: { get: () => thresholds, priorityScales: () => [] }, now: () => now, random: () => 0, logger: recordingLogger() },
   );
   const report = (id: number, fields: Record<string, unknown> = {}) =>
     pool.apply(parseRankReport({ worker_id: id, model: 'm', grpc_address: `127.0.0.1:${5000 + id}`, heartbeat_ms: HEARTBEAT, ...fields }), now, 'nats');

@@ -46,3 +46,34 @@ describe('ThresholdStore', () => {
     expect(Object.isFrozen(store.disable('a', 'active_prefill_tokens_threshold'))).toBe(true);
   });
 });
+
+describe('ThresholdStore priority classes', () => {
+  const FLAG_SCALES = Object.freeze([Object.freeze({ priority: 5, scale: 0.5 })]);
+
+  it('gives every model the flag classes (none by default) until one is set, and a set replaces the list whole', () => {
+    expect(new ThresholdStore(DEFAULTS).priorityScales('a')).toEqual([]);
+    const store = new ThresholdStore(DEFAULTS, FLAG_SCALES);
+    expect(store.priorityScales('a')).toEqual(FLAG_SCALES);
+    const set = store.setPriorityScales('a', [
+      { priority: 9, scale: 0.2 },
+      { priority: 1, scale: 0.9 },
+    ]);
+    expect(set).toEqual([
+      { priority: 1, scale: 0.9 },
+      { priority: 9, scale: 0.2 },
+    ]);
+    expect(Object.isFrozen(set)).toBe(true);
+    expect(store.priorityScales('a')).toEqual(set);
+    expect(store.priorityScales('b')).toEqual(FLAG_SCALES);
+    expect(store.setPriorityScales('a', [])).toEqual([]);
+    expect(store.priorityScales('a')).toEqual([]);
+  });
+
+  it('keeps a model thresholds and classes apart: changing one leaves the other', () => {
+    const store = new ThresholdStore(DEFAULTS, FLAG_SCALES);
+    store.update('a', { active_prefill_tokens_threshold: 5 });
+    expect(store.priorityScales('a')).toEqual(FLAG_SCALES);
+    store.setPriorityScales('a', []);
+    expect(store.get('a').active_prefill_tokens_threshold).toBe(5);
+  });
+});
