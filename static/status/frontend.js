@@ -137,18 +137,20 @@
       body.replaceChildren(
         ...snapshot.models.map((m) => {
           const row = { inputs: {}, busy: el('td', { class: 'num' }) };
+          row.scales = el('td', { class: 'scales' });
           const tr = el(
             'tr',
             { 'data-model': m.model },
             el('td', { class: 'model' }, m.model),
             row.busy,
             CHECKS.map((c) => thresholdCell(m.model, c, row)),
+            row.scales,
           );
           modelRows.set(m.model, row);
           return tr;
         }),
       );
-      if (names.length === 0) body.replaceChildren(el('tr', {}, el('td', { colspan: 5, class: 'empty' }, 'no model served yet')));
+      if (names.length === 0) body.replaceChildren(el('tr', {}, el('td', { colspan: 6, class: 'empty' }, 'no model served yet')));
       document.getElementById('admin-note').textContent =
         snapshot.admin === 'here'
           ? 'Edits go through this frontend’s /busy_threshold API (POST to set, DELETE to turn a check off), which anyone who can reach this port may call; an empty field means the check is off.'
@@ -160,6 +162,8 @@
       const row = modelRows.get(m.model);
       if (!row) continue;
       row.busy.textContent = `${m.busy} / ${m.workers}`;
+      // Read-only: the states above are at scale 1 (a request without a priority).
+      row.scales.textContent = m.priorityScales.length ? m.priorityScales.map((c) => `priority ≥ ${c.priority}: ×${c.scale}`).join(', ') : 'none';
       for (const check of CHECKS) {
         const input = row.inputs[check];
         if (document.activeElement === input || input.dataset.dirty) continue;

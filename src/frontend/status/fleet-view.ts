@@ -10,7 +10,7 @@
  * free.
  */
 import { judgeRank } from '../routing/busy-rules.js';
-import type { BusyRule, ThresholdApi, Thresholds } from '../routing/contracts.js';
+import type { BusyRule, PriorityScales, ThresholdApi, Thresholds } from '../routing/contracts.js';
 import type { RankReport } from '../routing/load-report.js';
 import type { WorkerPool, WorkerState } from '../routing/worker-pool.js';
 
@@ -56,13 +56,15 @@ export interface WorkerRow {
 export interface ModelRow {
   readonly model: string;
   readonly thresholds: Thresholds;
+  /** Priority classes scaling the thresholds (read-only here); the states above are at scale 1, a request without a priority. */
+  readonly priorityScales: PriorityScales;
   readonly workers: number;
   readonly busy: number;
 }
 
 export interface FleetViewDeps {
   readonly pool: WorkerPool;
-  readonly thresholds: Pick<ThresholdApi, 'get'>;
+  readonly thresholds: Pick<ThresholdApi, 'get' | 'priorityScales'>;
   readonly maxPredictedTtftMs: number | null;
 }
 
@@ -71,7 +73,13 @@ export function fleetView(deps: FleetViewDeps, now: number): { workers: WorkerRo
   const models = new Map<string, ModelRow>();
   for (const row of workers) {
     if (row.model === null) continue;
-    const entry = models.get(row.model) ?? { model: row.model, thresholds: deps.thresholds.get(row.model), workers: 0, busy: 0 };
+    const entry = models.get(row.model) ?? {
+      model: row.model,
+      thresholds: deps.thresholds.get(row.model),
+      priorityScales: deps.thresholds.priorityScales(row.model),
+      workers: 0,
+      busy: 0,
+    };
     models.set(row.model, { ...entry, workers: entry.workers + 1, busy: entry.busy + (row.state === 'busy' ? 1 : 0) });
   }
   return { workers, models: [...models.values()].sort((a, b) => (a.model < b.model ? -1 : a.model > b.model ? 1 : 0)) };

@@ -18,7 +18,7 @@ export type AdminPlacement = 'here' | 'elsewhere' | 'off';
 
 export interface FrontendStatusDeps {
   readonly pool: WorkerPool;
-  readonly thresholds: Pick<ThresholdApi, 'get'>;
+  readonly thresholds: Pick<ThresholdApi, 'get' | 'priorityScales'>;
   readonly maxPredictedTtftMs: number | null;
   readonly registry: Registry;
   readonly admin: AdminPlacement;

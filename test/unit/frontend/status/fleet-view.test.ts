@@ -39,7 +39,7 @@ describe('fleetView', () => {
       state: 'busy',
       fired: [{ check: 'active_decode_blocks_threshold', rank: 0, value: 60, threshold: 0.5, limit: 50 }],
     });
-    expect(models).toEqual([{ model: 'm', thresholds: { ...OFF, active_decode_blocks_threshold: 0.5 }, workers: 2, busy: 1 }]);
+    expect(models).toEqual([{ model: 'm', thresholds: { ...OFF, active_decode_blocks_threshold: 0.5 }, priorityScales: [], workers: 2, busy: 1 }]);
   });
 
   it('is busy only when every rank is', () => {
