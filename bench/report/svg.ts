@@ -118,6 +118,8 @@ export function lineChartSvg(chart: LineChart): string {
   for (const x of [...new Set(all.map(([x]) => x))].sort((a, b) => a - b)) {
     out.push(`<text x="${px(x).toFixed(1)}" y="${H - M.bottom + 16}" text-anchor="middle">${Number(x.toPrecision(4))}</text>`);
   }
+  // 200 px a legend entry, closer when more series would run past the right edge.
+  const legendStep = Math.min(200, Math.floor((W - M.left) / Math.max(1, chart.series.length)));
   chart.series.forEach((series, s) => {
     const colour = COLOURS[s % COLOURS.length]!;
     const segments: string[][] = [[]];
@@ -133,7 +135,7 @@ export function lineChartSvg(chart: LineChart): string {
           `<circle cx="${px(x).toFixed(1)}" cy="${py(y).toFixed(1)}" r="3" fill="${colour}"><title>${escapeXml(`${series.name}: ${x} -> ${y}`)}</title></circle>`,
         );
     }
-    const lx = M.left + s * 200;
+    const lx = M.left + s * legendStep;
     out.push(`<rect x="${lx}" y="${H - 14}" width="12" height="12" fill="${colour}"/>`, `<text x="${lx + 16}" y="${H - 4}">${escapeXml(series.name)}</text>`);
   });
   out.push(`<line x1="${M.left}" x2="${W - M.right}" y1="${py(0)}" y2="${py(0)}" stroke="#333"/>`, '</svg>');

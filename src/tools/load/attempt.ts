@@ -20,13 +20,34 @@ export interface RunningAttempt {
 }
 
 type GenerateMethod = (request: GenerateRequestMessage, options: grpc.CallOptions) => grpc.ClientReadableStream<GenerateResponseMessage>;
+type GenerateWithMetadata = (
+  request: GenerateRequestMessage,
+  metadata: grpc.Metadata,
+  options: grpc.CallOptions,
+) => grpc.ClientReadableStream<GenerateResponseMessage>;
 
-export function startAttempt(client: grpc.Client, request: GenerateRequestMessage, deadlineMs: number | undefined, recorder: LoadRecorder): RunningAttempt {
+function toMetadata(entries: Readonly<Record<string, string>>): grpc.Metadata {
+  const metadata = new grpc.Metadata();
+  for (const [key, value] of Object.entries(entries)) metadata.set(key, value);
+  return metadata;
+}
+
+/** `metadata`: the request's class headers (x-request-priority, x-tenant-id), sent with every attempt; undefined = none. */
+export function startAttempt(
+  client: grpc.Client,
+  request: GenerateRequestMessage,
+  deadlineMs: number | undefined,
+  recorder: LoadRecorder,
+  metadata?: Readonly<Record<string, string>>,
+): RunningAttempt {
   const generate = (client as unknown as { Generate: GenerateMethod }).Generate;
   const options: grpc.CallOptions = deadlineMs === undefined ? {} : { deadline: Date.now() + deadlineMs };
   const clock = new TokenClock(performance.now(), recorder);
   let sawComplete = false;
-  const call = generate.call(client, request, options);
+  const call =
+    metadata === undefined || Object.keys(metadata).length === 0
+      ? generate.call(client, request, options)
+      : (client as unknown as { Generate: GenerateWithMetadata }).Generate.call(client, request, toMetadata(metadata), options);
   let streamedTokens = 0;
   call.on('data', (message: GenerateResponseMessage) => {
     if (message.chunk) {

@@ -5,6 +5,7 @@
  */
 import { Problems } from '../../platform/config/config-error.js';
 import { OptionReader, parseSwitch, type Env } from '../../platform/config/option-reader.js';
+import { parsePriority } from '../../protocol/request-class.js';
 import {
   HTTP_OVERLOADED,
   LOAD_OPTIONS,
@@ -47,6 +48,8 @@ export interface LoadCliValues {
   graceS?: string;
   sloTtftMs?: string;
   sloItlMs?: string;
+  priority?: string;
+  tenant?: string;
   /** false: --no-stream (commander sets true when it is absent). */
   stream?: boolean;
   json?: boolean;
@@ -61,7 +64,7 @@ export interface LoadCommandSettings {
 }
 
 const NUMBER_KEYS = ['concurrency', 'rate', 'durationS', 'count', 'seed', 'deadlineMs', 'retry', 'retryMaxMs', 'graceS', 'sloTtftMs', 'sloItlMs'] as const;
-const STRING_KEYS = ['arrival', 'lengthDistribution', 'target', 'openai', 'model', 'api'] as const;
+const STRING_KEYS = ['arrival', 'lengthDistribution', 'target', 'openai', 'model', 'api', 'tenant'] as const;
 
 /**
  * Reads flags over their DYN_LOAD_CLIENT_* twins with the OptionReader, parses the strings
@@ -108,6 +111,13 @@ export function loadSettingsFromCli(values: LoadCliValues, env: Env = {}): LoadC
     const value = given.value.trim() === '' ? Number.NaN : Number(given.value);
     if (Number.isNaN(value)) read.report(given.source, `: must be a number, got '${given.value}'`);
     else out[key] = value;
+  }
+  // Parsed as the sidecar parses the header it becomes: a decimal int32, sign allowed.
+  const priority = found('priority');
+  if (priority !== undefined) {
+    const parsed = parsePriority(priority.value);
+    if (typeof parsed === 'number') out['priority'] = parsed;
+    else read.report(priority.source, `: must be an integer from -2147483648 to 2147483647, got '${priority.value}'`);
   }
   for (const key of ['promptTokens', 'maxTokens'] as const) {
     const given = found(key);

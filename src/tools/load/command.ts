@@ -45,7 +45,9 @@ Examples:
   dynamo-sidecar load --openai http://127.0.0.1:8000 --concurrency 64 --duration-s 20
 
 With --openai, requests stream by default ("stream": true with usage); TTFT is the time to the
-first chunk with content, HTTP 529 counts as rejected, other statuses as errors HTTP_<code>.`,
+first chunk with content, HTTP 529 counts as rejected (and HTTP 429, a tenant at its in-flight
+cap, counted apart as tenant-capped), other statuses as errors HTTP_<code>. --priority and
+--tenant go as the x-request-priority and x-tenant-id headers, or gRPC metadata with --target.`,
   );
   applyUsageExit(command, io);
   command.action(async (values: LoadCliValues) => {

@@ -3,10 +3,11 @@
  * per attempt, so a stop or a --deadline-ms cuts exactly this request), times the first
  * content chunk and the gaps between content chunks, and reports exactly one outcome:
  * completed (200 and `data: [DONE]`, or the JSON body with --no-stream), rejected (an
- * overload status, with its Retry-After), or an error labelled by what went wrong.
+ * overload status, or 429 for a tenant at its in-flight cap, with its Retry-After), or an
+ * error labelled by what went wrong.
  */
 import type { RunningAttempt, AttemptResult } from './attempt.js';
-import type { OpenAiApi } from './options.js';
+import { HTTP_TENANT_CAPPED, type OpenAiApi } from './options.js';
 import { parseRetryAfter } from './retry.js';
 import { SseParser } from './sse.js';
 import type { LoadRecorder, TokenTiming } from './stats.js';
@@ -131,9 +132,13 @@ export function startHttpAttempt(spec: HttpAttemptSpec, recorder: LoadRecorder):
     if (response.status !== 200) {
       // Read the (small) error body so that the connection can carry the next request.
       await response.arrayBuffer().catch(() => undefined);
-      if (!spec.overloadStatuses.has(response.status)) return error(`HTTP_${response.status}`);
+      const tenantCapped = response.status === HTTP_TENANT_CAPPED;
+      if (!tenantCapped && !spec.overloadStatuses.has(response.status)) return error(`HTTP_${response.status}`);
       const retryAfter = parseRetryAfter(response.headers.get('retry-after'), Date.now());
-      return { outcome: { kind: 'rejected' }, pushback: retryAfter === undefined ? undefined : Math.min(retryAfter, spec.retryMaxMs) };
+      return {
+        outcome: tenantCapped ? { kind: 'rejected', tenantCapped } : { kind: 'rejected' },
+        pushback: retryAfter === undefined ? undefined : Math.min(retryAfter, spec.retryMaxMs),
+      };
     }
     try {
       if (spec.stream) return await readStream(response, spec, new TokenClock(startedAt, recorder), recorder);

@@ -9,7 +9,7 @@ import type { Random } from '../../platform/prng.js';
 import { startHttpAttempt } from './openai-attempt.js';
 import type { LoadOptions } from './options.js';
 import type { LoadRecorder } from './stats.js';
-import { draw, LoadSetupError, type LoadTransport } from './transport.js';
+import { classHeaders, draw, LoadSetupError, type LoadTransport } from './transport.js';
 
 // prettier-ignore
 const WORDS = [
@@ -60,7 +60,8 @@ export async function openAiTransport(options: LoadOptions, random: Random, reco
   const model = options.model ?? (await firstModel(base, signal));
   const url = `${base}/${options.api === 'chat' ? 'chat/completions' : 'completions'}`;
   const overloadStatuses = new Set(options.overloadStatuses);
-  const headers = { 'content-type': 'application/json', accept: options.stream ? 'text/event-stream' : 'application/json' };
+  // The class travels as headers (x-request-priority, x-tenant-id), as over gRPC, so the body is the same with or without it.
+  const headers = { 'content-type': 'application/json', accept: options.stream ? 'text/event-stream' : 'application/json', ...classHeaders(options) };
   const streaming = options.stream ? { stream: true, stream_options: { include_usage: true } } : { stream: false };
   return {
     target: url,

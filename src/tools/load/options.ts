@@ -11,6 +11,7 @@ import { Problems } from '../../platform/config/config-error.js';
 import { parseHostPort } from '../../platform/config/host-port.js';
 import type { OptionSpec } from '../../platform/config/option-spec.js';
 import { redactUrlCredentials } from '../../platform/log.js';
+import { checkPriority, checkTenant, MAX_PRIORITY, MIN_PRIORITY, PRIORITY_HEADER, TENANT_HEADER } from '../../protocol/request-class.js';
 
 export interface IntRange {
   readonly min: number;
@@ -61,7 +62,14 @@ export interface LoadOptions {
   /** ... and mean inter-token latency. Either set turns the goodput count on; an unset one is unbounded. */
   readonly sloItlMs: number | undefined;
   readonly progressIntervalMs: number;
+  /** Every request's priority (int32, lower runs sooner), sent as x-request-priority; undefined = not sent. */
+  readonly priority: number | undefined;
+  /** Every request's tenant, sent as x-tenant-id; undefined = not sent. */
+  readonly tenant: string | undefined;
 }
+
+/** The frontend's answer to a tenant at its --tenant-max-inflight: a rejection, counted apart from the overload statuses. */
+export const HTTP_TENANT_CAPPED = 429;
 
 /** The frontend's answer when every worker is busy (Dynamo's default; DYN_HTTP_OVERLOAD_STATUS_CODE changes it). */
 export const HTTP_OVERLOADED = 529;
@@ -180,6 +188,18 @@ export const LOAD_OPTIONS = {
     defaultText: 'on: requests stream',
     help: 'send stream=false (only TTFT is measured, as time to the complete answer); its env twin takes true or false',
   },
+  priority: {
+    flag: '--priority <n>',
+    env: 'DYN_LOAD_CLIENT_PRIORITY',
+    defaultText: 'none sent',
+    help: `every request's priority, an int32 (lower runs sooner): the ${PRIORITY_HEADER} header (--openai) or gRPC metadata`,
+  },
+  tenant: {
+    flag: '--tenant <id>',
+    env: 'DYN_LOAD_CLIENT_TENANT',
+    defaultText: 'none sent',
+    help: `every request's tenant, 1-256 visible ASCII characters: the ${TENANT_HEADER} header (--openai) or gRPC metadata`,
+  },
   json: { flag: '--json', env: 'DYN_LOAD_CLIENT_JSON', default: false, help: 'print the summary as one JSON object on stdout' },
   quiet: { flag: '--quiet', env: 'DYN_LOAD_CLIENT_QUIET', default: false, help: 'no live progress' },
 } as const satisfies Readonly<Record<string, OptionSpec>>;
@@ -209,6 +229,8 @@ export const DEFAULT_LOAD_OPTIONS: Omit<LoadOptions, 'target' | 'openai'> = Obje
   sloTtftMs: undefined,
   sloItlMs: undefined,
   progressIntervalMs: 1000,
+  priority: undefined,
+  tenant: undefined,
 });
 
 /** Used when neither a duration nor a count is given. */
@@ -313,6 +335,14 @@ export function resolveFrom(input: Partial<LoadOptions>, sources: LoadOptionSour
     bad(source('retryMaxMs'), `must be a number >= ${o.retryBaseMs} (the first backoff)`, o.retryMaxMs);
   if (typeof o.graceS !== 'number' || !(o.graceS >= 0)) bad(source('graceS'), 'must be a number >= 0', o.graceS);
   for (const key of ['sloTtftMs', 'sloItlMs'] as const) if (o[key] !== undefined && !isPositive(o[key])) bad(source(key), 'must be a number > 0', o[key]);
+  if (o.priority !== undefined && (typeof o.priority !== 'number' || typeof checkPriority(o.priority) !== 'number')) {
+    bad(source('priority'), `must be an integer from ${MIN_PRIORITY} to ${MAX_PRIORITY}`, o.priority);
+  }
+  if (o.tenant !== undefined) {
+    const checked = typeof o.tenant === 'string' ? checkTenant(o.tenant) : { problem: 'tenant must be a string' };
+    // The shared check's words without its own "got" (bad adds it) and without repeating the name.
+    if (typeof checked !== 'string') bad(source('tenant'), checked.problem.replace(/^tenant /u, '').replace(/, got .*$/u, ''), o.tenant);
+  }
   if (!isPositive(o.progressIntervalMs)) bad('progressIntervalMs', 'must be > 0', o.progressIntervalMs);
   if (problems.problems.length > 0) return undefined;
   const both = o.durationS === undefined && o.count === undefined;

@@ -36,7 +36,7 @@ export function formatSummary(s: LoadSummary, rejectedAs = 'RESOURCE_EXHAUSTED')
     row('duration (s)', s.duration_s.toFixed(2)),
     row('sent', `${s.sent}${s.retries > 0 ? ` (${s.retries} retries)` : ''}`),
     row('completed', s.completed),
-    row('rejected', `${s.rejected} (${rejectedAs})`),
+    row('rejected', `${s.rejected} (${rejectedAs}${s.tenant_capped ? `; ${s.tenant_capped} of them HTTP 429, tenant at its in-flight cap` : ''})`),
     row('errors', errorList.length === 0 ? '0' : `${errorsTotal} (${counts(s.errors)})`),
     ...(s.statuses === undefined ? [] : [row('HTTP statuses', Object.keys(s.statuses).length === 0 ? '-' : counts(s.statuses))]),
     `${''.padEnd(22)}${'p50'.padStart(10)}${'p90'.padStart(10)}${'p99'.padStart(10)}`,

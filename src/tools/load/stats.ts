@@ -20,8 +20,10 @@ export interface LoadSummary {
   /** Attempts sent, retries included. */
   sent: number;
   completed: number;
-  /** Attempts answered RESOURCE_EXHAUSTED (also those that were retried later). */
+  /** Attempts answered RESOURCE_EXHAUSTED, or an overload status or 429 (--openai), also those retried later. */
   rejected: number;
+  /** --openai only: of `rejected`, those answered 429 (the tenant at its in-flight cap) rather than fleet-full. */
+  tenant_capped?: number;
   /**
    * Other failures by gRPC status name; NO_COMPLETE for OK calls without a
    * result. --openai: HTTP_<status>, NETWORK_<code>, STREAM_BROKEN, CANCELLED, ...
@@ -61,8 +63,8 @@ export type AttemptOutcome =
   | { readonly kind: 'failed'; readonly code: GrpcStatus }
   /** The call ended OK but without a `complete` message; `label` names why. */
   | { readonly kind: 'bad-response'; readonly label: 'NO_COMPLETE' }
-  /** An HTTP overload status (529, or one given by --overload-status). */
-  | { readonly kind: 'rejected' }
+  /** An HTTP overload status (529, or one given by --overload-status), or 429 (`tenantCapped`: the tenant is at its in-flight cap). */
+  | { readonly kind: 'rejected'; readonly tenantCapped?: boolean }
   /** Any other HTTP failure; `label` is the errors key (HTTP_404, NETWORK_ECONNREFUSED, CANCELLED, ...). */
   | { readonly kind: 'error'; readonly label: string };
 
@@ -95,6 +97,8 @@ export class LoadRecorder {
   sent = 0;
   completed = 0;
   rejected = 0;
+  /** Of `rejected`, answers of 429 (--openai). */
+  tenantCapped = 0;
   retries = 0;
   outputTokens = 0;
   inFlight = 0;
@@ -143,6 +147,7 @@ export class LoadRecorder {
       if (this.slo && meetsSlo(outcome.timing, this.slo)) this.good += 1;
     } else if (isRejection(outcome)) {
       this.rejected += 1;
+      if (outcome.kind === 'rejected' && outcome.tenantCapped === true) this.tenantCapped += 1;
       if (elapsedMs !== undefined) this.rejectMs.push(elapsedMs);
     } else if (outcome.kind !== 'rejected') {
       const label = outcome.kind === 'failed' ? statusName(outcome.code) : outcome.label;
@@ -166,6 +171,7 @@ export class LoadRecorder {
       sent: this.sent,
       completed: this.completed,
       rejected: this.rejected,
+      ...(this.statuses && { tenant_capped: this.tenantCapped }),
       errors: Object.fromEntries([...this.errors.entries()].sort(([a], [b]) => a.localeCompare(b))),
       ...(this.statuses && { statuses: Object.fromEntries([...this.statuses.entries()].sort(([a], [b]) => a - b).map(([k, n]) => [String(k), n])) }),
       retries: this.retries,

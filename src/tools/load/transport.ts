@@ -7,6 +7,7 @@
 import * as grpc from '@grpc/grpc-js';
 import type { Random } from '../../platform/prng.js';
 import type { GenerateRequestMessage } from '../../protocol/engine/engine-proto.js';
+import { PRIORITY_HEADER, TENANT_HEADER } from '../../protocol/request-class.js';
 import { vllmEngineService } from '../../protocol/engine/engine-services.js';
 import { startAttempt, type RunningAttempt } from './attempt.js';
 import type { IntRange, LengthDistribution, LoadOptions } from './options.js';
@@ -30,6 +31,17 @@ export class LoadSetupError extends Error {
 const VOCAB = 32_000;
 
 /**
+ * The request's class as headers (HTTP) or metadata (gRPC), the same names both ways:
+ * x-request-priority and x-tenant-id, each only when set.
+ */
+export function classHeaders(options: Pick<LoadOptions, 'priority' | 'tenant'>): Record<string, string> {
+  return {
+    ...(options.priority !== undefined && { [PRIORITY_HEADER]: String(options.priority) }),
+    ...(options.tenant !== undefined && { [TENANT_HEADER]: options.tenant }),
+  };
+}
+
+/**
  * A length within `range`. uniform: every value alike. lognormal: heavy-tailed as real prompt and
  * output lengths are: ln(length) is normal with its median at the geometric mean of MIN and MAX
  * and MIN and MAX at -2 and +2 sigma (sigma = ln(MAX / MIN) / 4), rounded and cut at both ends, so
@@ -47,6 +59,7 @@ export function grpcTransport(options: LoadOptions, random: Random, recorder: Lo
   const target = options.target!;
   const Client = vllmEngineService();
   const client = new Client(target, grpc.credentials.createInsecure());
+  const metadata = classHeaders(options);
   return {
     target,
     prepare(index) {
@@ -58,7 +71,7 @@ export function grpcTransport(options: LoadOptions, random: Random, recorder: Lo
         sampling_params: { max_tokens: draw(options.maxTokens, random, options.lengthDistribution), n: 1 },
         stream: options.stream,
       };
-      return () => startAttempt(client, request, options.deadlineMs, recorder);
+      return () => startAttempt(client, request, options.deadlineMs, recorder, metadata);
     },
     close: () => client.close(),
   };

@@ -95,6 +95,17 @@ describe('lineChartSvg', () => {
     expect(b! - a!).toBeCloseTo(c! - b!, 6);
   });
 
+  it('keeps every legend entry inside the chart: 200 px apart for a few series, closer for more', () => {
+    const legendX = (n: number): number[] => {
+      const series = Array.from({ length: n }, (_, i) => ({ name: `s${i}`, points: [[1, i]] as const }));
+      return [...lineChartSvg({ title: 't', xLabel: 'x', yLabel: 'y', series }).matchAll(/<rect x="(\d+)" y="346"/g)].map((m) => Number(m[1]));
+    };
+    expect(legendX(3)).toEqual([64, 264, 464]);
+    const six = legendX(6);
+    expect(six).toHaveLength(6);
+    expect(six.at(-1)! + 100).toBeLessThanOrEqual(720);
+  });
+
   it('escapes series names', () => {
     expect(lineChartSvg({ title: 't', xLabel: 'x', yLabel: 'y', series: [{ name: '<b>', points: [[1, 1]] }] })).not.toContain('<b>');
   });

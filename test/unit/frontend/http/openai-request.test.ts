@@ -1,18 +1,7 @@
 // A validated OpenAI body to the one job generation runs: the prompt as given (text or ids), sampling, stop strings, streaming flags.
 import { describe, expect, it } from 'vitest';
-import { FrontendError } from '../../../../src/frontend/generate/errors.js';
+import { badRequest } from '../../../support/bad-request.js';
 import { chatJob, completionsJob } from '../../../../src/frontend/http/openai-request.js';
-
-function badRequest(run: () => unknown): string {
-  try {
-    run();
-  } catch (error) {
-    expect(error).toBeInstanceOf(FrontendError);
-    expect((error as FrontendError).code).toBe('bad_request');
-    return (error as Error).message;
-  }
-  throw new Error('expected a bad_request FrontendError');
-}
 
 describe('chatJob', () => {
   it('renders the messages with the chat template, as the text to tokenize', () => {

@@ -1,18 +1,7 @@
 // A request's class from headers and body: the header wins, then the body, then the default; bad values are 400s naming where they came from.
 import { describe, expect, it } from 'vitest';
-import { FrontendError } from '../../../../src/frontend/generate/errors.js';
+import { badRequest } from '../../../support/bad-request.js';
 import { resolveRequestClass } from '../../../../src/frontend/http/resolve-request-class.js';
-
-function badRequest(run: () => unknown): string {
-  try {
-    run();
-  } catch (error) {
-    expect(error).toBeInstanceOf(FrontendError);
-    expect((error as FrontendError).code).toBe('bad_request');
-    return (error as Error).message;
-  }
-  throw new Error('expected a 400');
-}
 
 describe('resolveRequestClass: priority', () => {
   it('takes the x-request-priority header over the body, the body over the default, the default last', () => {

@@ -24,11 +24,12 @@ class FakeCall extends EventEmitter {
 }
 
 function fakeClient() {
-  const calls: { request: GenerateRequestMessage; options: grpc.CallOptions; call: FakeCall; self: unknown }[] = [];
+  const calls: { request: GenerateRequestMessage; options: grpc.CallOptions; metadata: grpc.Metadata | undefined; call: FakeCall; self: unknown }[] = [];
   const client = {
-    Generate(this: unknown, request: GenerateRequestMessage, options: grpc.CallOptions) {
+    Generate(this: unknown, request: GenerateRequestMessage, ...rest: [grpc.CallOptions] | [grpc.Metadata, grpc.CallOptions]) {
       const call = new FakeCall();
-      calls.push({ request, options, call, self: this });
+      const [metadata, options] = rest.length === 2 ? rest : [undefined, rest[0]];
+      calls.push({ request, options, metadata, call, self: this });
       return call;
     },
   };
@@ -40,13 +41,13 @@ afterEach(() => {
   vi.restoreAllMocks();
 });
 
-function setup(deadlineMs?: number) {
+function setup(deadlineMs?: number, metadata?: Record<string, string>) {
   clock = 1000;
   vi.spyOn(performance, 'now').mockImplementation(() => clock);
   const { client, calls } = fakeClient();
   const recorder = new LoadRecorder();
   const request: GenerateRequestMessage = { request_id: 'load-0-0', tokenized: { original_text: '', input_ids: [1, 2] }, stream: true };
-  const attempt = startAttempt(client, request, deadlineMs, recorder);
+  const attempt = startAttempt(client, request, deadlineMs, recorder, metadata);
   return { attempt, call: calls[0]!.call, calls, recorder, request, client };
 }
 
@@ -70,6 +71,14 @@ describe('startAttempt request', () => {
     vi.spyOn(Date, 'now').mockReturnValue(1_700_000_000_000);
     const { calls } = setup(2500);
     expect(calls[0]!.options).toEqual({ deadline: 1_700_000_002_500 });
+  });
+
+  it('sends the class metadata when given, and no metadata when empty', () => {
+    const { calls } = setup(undefined, { 'x-request-priority': '-3', 'x-tenant-id': 'acme' });
+    expect(calls[0]!.metadata?.getMap()).toEqual({ 'x-request-priority': '-3', 'x-tenant-id': 'acme' });
+    expect(calls[0]!.options).toEqual({});
+    expect(setup(undefined, {}).calls[0]!.metadata).toBeUndefined();
+    expect(setup().calls[0]!.metadata).toBeUndefined();
   });
 
   it('cancels the call when cancelled', () => {

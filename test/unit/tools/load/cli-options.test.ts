@@ -159,3 +159,22 @@ describe('loadSettingsFromCli switches', () => {
     expect(refused(GRPC, { DYN_LOAD_CLIENT_STREAM: '2' }).problems).toEqual(["DYN_LOAD_CLIENT_STREAM: must be true or false, got '2'"]);
   });
 });
+
+describe('loadSettingsFromCli request class', () => {
+  it('reads --priority (signed) and --tenant over their variables, in either mode, unset by default', () => {
+    expect(loadOptionsFromCli({ ...GRPC, priority: '-5', tenant: 'acme' })).toMatchObject({ priority: -5, tenant: 'acme' });
+    expect(loadOptionsFromCli(HTTP, { DYN_LOAD_CLIENT_PRIORITY: ' 2 ', DYN_LOAD_CLIENT_TENANT: 't1' })).toMatchObject({ priority: 2, tenant: 't1' });
+    expect(loadOptionsFromCli(GRPC)).toMatchObject({ priority: undefined, tenant: undefined });
+  });
+
+  it('refuses a priority that is no int32 and a tenant that is no visible ASCII, naming where each came from', () => {
+    for (const value of ['1.5', '2147483648', 'high', '1e3', ''])
+      expect(refused({ ...GRPC, priority: value }).problems).toEqual([`--priority: must be an integer from -2147483648 to 2147483647, got '${value}'`]);
+    expect(refused(GRPC, { DYN_LOAD_CLIENT_PRIORITY: '-2147483649' }).errors.map((e) => e.flag)).toEqual(['DYN_LOAD_CLIENT_PRIORITY']);
+    expect(loadOptionsFromCli({ ...GRPC, priority: '+7' }).priority).toBe(7);
+    expect(refused(GRPC, { DYN_LOAD_CLIENT_TENANT: 'a b' }).problems).toEqual([
+      'DYN_LOAD_CLIENT_TENANT: must be visible ASCII characters (no spaces or control characters), got "a b"',
+    ]);
+    expect(refused({ ...GRPC, tenant: 'x'.repeat(257) }).problems[0]).toMatch(/^--tenant: must be at most 256 characters, got "x+"$/);
+  });
+});

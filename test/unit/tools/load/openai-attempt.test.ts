@@ -169,6 +169,15 @@ describe('startHttpAttempt rejections', () => {
     expect((await start({ overloadStatuses: new Set([503]) }).attempt.done).outcome).toEqual({ kind: 'error', label: 'HTTP_529' });
   });
 
+  it('counts 429 (a tenant at its in-flight cap) as a rejection of its own, with its Retry-After, whatever the overload statuses', async () => {
+    stubFetch(() => new Response('slow down', { status: 429, headers: { 'retry-after': '1' } }));
+    const { attempt, recorder } = start({ overloadStatuses: new Set([503]) });
+    expect(await attempt.done).toEqual({ outcome: { kind: 'rejected', tenantCapped: true }, pushback: 1000 });
+    recorder.attemptStarted(false);
+    recorder.attemptEnded((await attempt.done).outcome, 3);
+    expect(recorder.summary('u', 1000)).toMatchObject({ rejected: 1, tenant_capped: 1, statuses: { '429': 1 }, errors: {} });
+  });
+
   it('caps the Retry-After at retryMaxMs, and has no pushback without a valid one', async () => {
     stubFetch(() => new Response('', { status: 529, headers: { 'retry-after': '3600' } }));
     expect((await start({ retryMaxMs: 800 }).attempt.done).pushback).toBe(800);

@@ -179,6 +179,17 @@ describe('openAiTransport', () => {
     expect((body['prompt'] as string).split(' ')).toHaveLength(6);
   });
 
+  it('sends the priority and the tenant as headers, the body unchanged', async () => {
+    const plain = await openAiTransport(options(), mulberry32(3), new LoadRecorder());
+    plain.prepare(0)();
+    const without = lastSpec();
+    const transport = await openAiTransport(options({ priority: 1, tenant: 'noisy' }), mulberry32(3), new LoadRecorder());
+    transport.prepare(0)();
+    const spec = lastSpec();
+    expect(spec.headers).toEqual({ ...without.headers, 'x-request-priority': '1', 'x-tenant-id': 'noisy' });
+    expect(spec.body).toBe(without.body);
+  });
+
   it('passes the deadline, the overload statuses and the Retry-After cap to each attempt', async () => {
     const transport = await openAiTransport(
       resolveLoadOptions({ openai: 'http://h:1', model: 'm', deadlineMs: 1234, retryMaxMs: 800, overloadStatuses: [529, 503] }),

@@ -95,3 +95,11 @@ describe('load option table', () => {
     expect(flagsOf(() => resolveLoadOptions({ target: 'h:1', concurrency: 0, graceS: -1 }))).toEqual(['--concurrency', '--grace-s']);
   });
 });
+
+describe('resolveLoadOptions request class', () => {
+  it('takes an int32 priority and a visible-ASCII tenant from library callers, naming the flag otherwise', () => {
+    expect(resolveLoadOptions({ target: 'h:1', priority: -(2 ** 31), tenant: 'a' })).toMatchObject({ priority: -(2 ** 31), tenant: 'a' });
+    expect(flagsOf(() => resolveLoadOptions({ target: 'h:1', priority: 0.5, tenant: '' }))).toEqual(['--priority', '--tenant']);
+    expect(flagsOf(() => resolveLoadOptions({ target: 'h:1', priority: 2 ** 31 }))).toEqual(['--priority']);
+  });
+});

@@ -105,6 +105,13 @@ describe('formatSummary', () => {
     expect(text.split('\n')[1]).toMatch(/^model /);
     expect(rows(formatSummary(summary({ statuses: {} }))).get('HTTP statuses')).toBe('-');
   });
+
+  it('says how many of the rejections were 429, a tenant at its cap, only when there were any', () => {
+    expect(rows(formatSummary(summary({ rejected: 5, tenant_capped: 2 }), 'HTTP 529')).get('rejected')).toBe(
+      '5 (HTTP 529; 2 of them HTTP 429, tenant at its in-flight cap)',
+    );
+    expect(rows(formatSummary(summary({ rejected: 5, tenant_capped: 0 }), 'HTTP 529')).get('rejected')).toBe('5 (HTTP 529)');
+  });
 });
 
 describe('formatSummary with an SLO and refusals', () => {

@@ -85,6 +85,15 @@ describe('LoadRecorder counts', () => {
     expect(r.summary('h:1', 1000).errors).toEqual({});
   });
 
+  it('counts the tenant-capped of the rejections apart, in HTTP mode only', () => {
+    const http = new LoadRecorder({ httpStatuses: true });
+    ended(http, { kind: 'rejected', tenantCapped: true }, { kind: 'rejected' }, { kind: 'rejected', tenantCapped: false });
+    expect(http.summary('u', 1000)).toMatchObject({ rejected: 3, tenant_capped: 1 });
+    const grpc = new LoadRecorder();
+    ended(grpc, { kind: 'failed', code: GrpcStatus.RESOURCE_EXHAUSTED });
+    expect(grpc.summary('h:1', 1000)).not.toHaveProperty('tenant_capped');
+  });
+
   it('keeps in-flight as started minus ended, and retries as the attempts started as retries', () => {
     const r = new LoadRecorder();
     r.attemptStarted(false);

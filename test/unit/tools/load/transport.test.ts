@@ -8,20 +8,21 @@ import type { GenerateRequestMessage } from '../../../../src/protocol/engine/eng
 import type { RunningAttempt } from '../../../../src/tools/load/attempt.js';
 import { resolveLoadOptions, type LoadOptions } from '../../../../src/tools/load/options.js';
 import { LoadRecorder } from '../../../../src/tools/load/stats.js';
-import { draw, grpcTransport, LoadSetupError } from '../../../../src/tools/load/transport.js';
+import { classHeaders, draw, grpcTransport, LoadSetupError } from '../../../../src/tools/load/transport.js';
 
 interface Started {
   client: grpc.Client;
   request: GenerateRequestMessage;
   deadlineMs: number | undefined;
   recorder: LoadRecorder;
+  metadata: Record<string, string>;
 }
 
 const started = vi.hoisted(() => [] as unknown[]);
 
 vi.mock('../../../../src/tools/load/attempt.js', () => ({
-  startAttempt: (client: unknown, request: unknown, deadlineMs: unknown, recorder: unknown): RunningAttempt => {
-    started.push({ client, request, deadlineMs, recorder });
+  startAttempt: (client: unknown, request: unknown, deadlineMs: unknown, recorder: unknown, metadata: unknown): RunningAttempt => {
+    started.push({ client, request, deadlineMs, recorder, metadata });
     return { done: new Promise(() => {}), cancel: () => {} };
   },
 }));
@@ -61,6 +62,14 @@ describe('draw', () => {
   });
 });
 
+describe('classHeaders', () => {
+  it('names each part of the class that is set, priority 0 included', () => {
+    expect(classHeaders({ priority: undefined, tenant: undefined })).toEqual({});
+    expect(classHeaders({ priority: 0, tenant: undefined })).toEqual({ 'x-request-priority': '0' });
+    expect(classHeaders({ priority: undefined, tenant: 't-1' })).toEqual({ 'x-tenant-id': 't-1' });
+  });
+});
+
 describe('LoadSetupError', () => {
   it('is an Error named for the CLI to recognise', () => {
     const error = new LoadSetupError('no model');
@@ -81,6 +90,17 @@ describe('grpcTransport', () => {
     expect(last().recorder).toBe(recorder);
     expect(last().client).toBeInstanceOf(grpc.Client);
     transport.close();
+  });
+
+  it('sends the priority and the tenant as metadata when given, and none otherwise', () => {
+    const transport = grpcTransport(options({ priority: -2, tenant: 'acme' }), mulberry32(1), new LoadRecorder());
+    transport.prepare(0)();
+    expect(last().metadata).toEqual({ 'x-request-priority': '-2', 'x-tenant-id': 'acme' });
+    transport.close();
+    const plain = grpcTransport(options(), mulberry32(1), new LoadRecorder());
+    plain.prepare(0)();
+    expect(last().metadata).toEqual({});
+    plain.close();
   });
 
   it('builds a tokenized request with the seed and index in its id, lengths in range and ids in the vocabulary', () => {
