@@ -10,6 +10,7 @@ WORKDIR /app
 COPY package.json package-lock.json tsconfig.json ./
 COPY src ./src
 COPY proto ./proto
+COPY static ./static
 COPY bin ./bin
 # npm ci runs `prepare` (tsc into dist/); the dev dependencies it needed are pruned after.
 RUN npm ci --no-audit --no-fund && npm prune --omit=dev
@@ -21,6 +22,7 @@ COPY --from=build /app/node_modules ./node_modules
 COPY --from=build /app/dist ./dist
 COPY package.json ./
 COPY proto ./proto
+COPY static ./static
 COPY bin ./bin
 # The image's `node` user, by number so that Kubernetes' runAsNonRoot can check it.
 USER 1000:1000

@@ -30,5 +30,20 @@ export default tseslint.config(
     },
   },
   { files: ['eslint.config.js', '.dependency-cruiser.cjs'], ...tseslint.configs.disableTypeChecked },
+  // The status pages' browser scripts (static/status/): plain scripts, no type information.
+  {
+    files: ['static/**/*.js'],
+    ...tseslint.configs.disableTypeChecked,
+    languageOptions: {
+      ...tseslint.configs.disableTypeChecked.languageOptions,
+      sourceType: 'script',
+      globals: Object.fromEntries(
+        ['window', 'document', 'EventSource', 'fetch', 'setTimeout', 'clearTimeout', 'setInterval', 'clearInterval', 'encodeURIComponent'].map((g) => [
+          g,
+          'readonly',
+        ]),
+      ),
+    },
+  },
   { files: ['**/*.cjs'], languageOptions: { sourceType: 'commonjs', globals: { module: 'writable', require: 'readonly' } } },
 );

@@ -2,7 +2,7 @@
  * `dynamo-sidecar demo`: the whole system on one machine, no broker: W workers (a simulated vLLM
  * engine behind its own sidecar each, with caps small enough that a laptop can overload them)
  * and the frontend on :8000 reading their load over the sidecars' WorkerLoad.Watch push, with
- * busy thresholds set. Prints what runs and the lines to try, and a status line every few
+ * busy thresholds set. Prints the status page's URL first, then what runs and the lines to try, and a status line every few
  * seconds; SIGINT/SIGTERM stops everything.
  */
 import type { Command } from 'commander';
@@ -148,10 +148,12 @@ async function runDemo(count: number, flags: DemoFlags, httpPort: number, io: Co
     signalReceived = waitForSignal(io);
     io.stdout.write(
       [
+        // The page first: it is what an operator opens (one line; SIGTERM tests match its start).
+        `dynamo-sidecar demo: frontend status page ${url}/status (the fleet, live)`,
         `dynamo-sidecar demo: frontend ${describeFrontend(config, frontend.port)}`,
         ...sidecars.map(
           (s, i) =>
-            `dynamo-sidecar demo: worker ${i + 1}: sidecar 127.0.0.1:${s.ingressPort} (N=${flags.engineRequestLimit}, Q=${DEMO_DEFAULTS.requestQueueLimit}, F=${DEMO_DEFAULTS.firstTokenLimit}, max queue wait ${DEMO_DEFAULTS.maxQueueWaitMs} ms, metrics http://127.0.0.1:${s.systemPort}/metrics) -> simulated engine ${engines[i]!.address} (${DEMO_DEFAULTS.enginePreset}, ${DEMO_DEFAULTS.numGpuBlocks} KV blocks)`,
+            `dynamo-sidecar demo: worker ${i + 1}: sidecar 127.0.0.1:${s.ingressPort} (N=${flags.engineRequestLimit}, Q=${DEMO_DEFAULTS.requestQueueLimit}, F=${DEMO_DEFAULTS.firstTokenLimit}, max queue wait ${DEMO_DEFAULTS.maxQueueWaitMs} ms, metrics http://127.0.0.1:${s.systemPort}/metrics, status page http://127.0.0.1:${s.systemPort}/status) -> simulated engine ${engines[i]!.address} (${DEMO_DEFAULTS.enginePreset}, ${DEMO_DEFAULTS.numGpuBlocks} KV blocks)`,
         ),
         'try:',
         `  curl -s ${url}/v1/models`,

@@ -12,6 +12,8 @@ import { ClientTls } from '../platform/tls/client-tls.js';
 import { ServerTls, type TlsDeps } from '../platform/tls/server-tls.js';
 import { TlsMetrics } from '../platform/tls/tls-metrics.js';
 import { buildAdminApp, buildFrontendApp } from './http/app.js';
+import { StatusAssets } from '../platform/status/status-assets.js';
+import { frontendStatusHub } from './status/frontend-status.js';
 import type { FrontendConfig } from './frontend-config.js';
 import { GrpcWorkerClients } from './generate/worker-clients.js';
 import { WorkerCredentials } from './generate/worker-credentials.js';
@@ -122,6 +124,18 @@ export async function startFrontend(config: FrontendConfig, deps: FrontendDeps):
   sweep.unref();
 
   const limits = { receiveTimeoutMs: config.httpReceiveTimeoutMs, headersTimeoutMs: config.httpHeadersTimeoutMs, maxConnections: config.httpMaxConnections };
+  const adminHere = config.adminApi && config.adminAddress === undefined;
+  const statusHub = frontendStatusHub({
+    pool,
+    thresholds,
+    maxPredictedTtftMs: config.maxPredictedTtftMs,
+    registry,
+    admin: adminHere ? 'here' : config.adminApi ? 'elsewhere' : 'off',
+    overloadStatus: config.overloadStatus,
+    now,
+    onError: (error) => logger.warn('status page snapshot failed', { error: error.message }),
+  });
+  statusHub.start();
   const workers = new GrpcWorkerClients(config.requestTimeoutMs === undefined ? { credentials } : { requestDeadlineMs: config.requestTimeoutMs, credentials });
   const app = buildFrontendApp({
     router,
@@ -132,10 +146,11 @@ export async function startFrontend(config: FrontendConfig, deps: FrontendDeps):
     registry,
     logger,
     tls: httpTls && ServerTls.load(httpTls, 'http', tlsDeps!),
+    status: { hub: statusHub, assets: new StatusAssets('frontend.html', ['status.js', 'frontend.js', 'status.css']) },
     options: {
       overloadStatus: config.overloadStatus,
       retryAfterS: config.retryAfterS,
-      adminApi: config.adminApi && config.adminAddress === undefined,
+      adminApi: adminHere,
       bodyLimitBytes: config.maxBodyBytes,
       limits,
       requestClasses: {
@@ -174,6 +189,7 @@ export async function startFrontend(config: FrontendConfig, deps: FrontendDeps):
     }
   } catch (err) {
     clearInterval(sweep);
+    statusHub.close();
     push?.close();
     await nats?.close();
     await Promise.all([app.close(), admin?.close()]);
@@ -194,6 +210,7 @@ export async function startFrontend(config: FrontendConfig, deps: FrontendDeps):
     close() {
       closing ??= (async () => {
         clearInterval(sweep);
+        statusHub.close();
         push?.close();
         // app.close() stops accepting and waits for requests in progress; past the grace their
         // connections are closed, which aborts them and cancels their worker calls.

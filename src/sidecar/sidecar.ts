@@ -28,6 +28,7 @@ import { HealthService } from './proxy/health-service.js';
 import { Ingress } from './proxy/ingress.js';
 import { UpstreamPool } from './proxy/upstream.js';
 import { AdminApi } from './system/admin-api.js';
+import { SidecarStatusPage } from './system/status-page.js';
 import { SystemServer } from './system/system-server.js';
 
 const realClock: CallClock = {
@@ -178,8 +179,25 @@ export async function startSidecar(config: SidecarConfig, deps: SidecarDeps): Pr
     logger,
     tls: ingressTls && ServerTls.load(ingressTls, 'ingress', tlsDeps!),
   });
+  const load = config.load;
+  const statusPage = new SidecarStatusPage({
+    registry,
+    gate,
+    control: admission,
+    adminApi: config.adminToken !== undefined,
+    engine: () => ({
+      address: upstream.address,
+      reachable: upstream.reachable,
+      reason: upstream.reachable ? undefined : upstream.unreachableReason,
+      loadSource: `${load.engineLoadSource}${load.engineLoadSource === 'traffic' ? '' : ` every ${load.scrapeIntervalMs} ms`} (${load.generateWire})`,
+    }),
+    ranks: () => reporting.current(),
+    draining: () => draining || drainAnnounced,
+    onError: (error) => logger.warn('status page snapshot failed', { error: error.message }),
+  });
   const system = new SystemServer({
     registry,
+    page: statusPage,
     readiness: { notReadyReason },
     load: () => ({
       subject: reporting.subject,
@@ -213,6 +231,7 @@ export async function startSidecar(config: SidecarConfig, deps: SidecarDeps): Pr
     throw err;
   }
   reporting.start();
+  statusPage.start();
 
   return {
     ingressPort,
@@ -246,6 +265,7 @@ export async function startSidecar(config: SidecarConfig, deps: SidecarDeps): Pr
     },
     async close() {
       rejectionLog.close();
+      statusPage.close();
       await Promise.all([ingress.close(), system.close()]);
       upstreamClientTls?.close();
       await Promise.all([upstream.close(), reporting.close()]);

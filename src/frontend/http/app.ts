@@ -5,7 +5,7 @@
  * the caller calls app.listen() and, at shutdown, app.close() then closes what it built.
  *
  * Routes: OpenAI (/v1/models, /v1/completions, /v1/chat/completions), /busy_threshold (unless
- * the admin API is off), /live, /ready, /metrics. Bodies are JSON only (text/plain's default
+ * the admin API is off), /live, /ready, /metrics, and the status page (/, /status/...) when given. Bodies are JSON only (text/plain's default
  * parser is removed, so it gets 415 like any other type); ajv does not coerce types, so
  * "temperature": "0.5" is a 400, as with OpenAI. Each listener has the timeouts and the
  * connection cap of server-limits.ts, and answers Fastify's and node's own errors in the
@@ -31,6 +31,7 @@ import type { ErrorAnswerOptions } from './error-table.js';
 import { answerRootErrors, frameworkErrorOptions } from './framework-errors.js';
 import { healthRoutes, type Readiness } from './health-routes.js';
 import { openAiRoutes } from './openai-routes.js';
+import { statusRoutes, type StatusRouteDeps } from './status-routes.js';
 import { TenantInflight } from './tenant-inflight.js';
 import { capConnections, droppedConnectionsCounter, serverTimeouts, type HttpLimits } from './server-limits.js';
 
@@ -87,6 +88,8 @@ export interface FrontendAppDeps {
   readonly newRequestId?: () => string;
   /** HTTPS with this certificate, kept fresh until the app closes; undefined: HTTP. */
   readonly tls?: ServerTls | undefined;
+  /** The status page and its event stream; undefined: not served. */
+  readonly status?: StatusRouteDeps;
 }
 
 const SYSTEM_CLOCK: FrontendClock = { now: () => Date.now(), monotonic: () => performance.now() };
@@ -122,6 +125,7 @@ export function buildFrontendApp(deps: FrontendAppDeps): FastifyInstance {
   });
   if (options.adminApi) void app.register(busyThresholdRoutes, { router: deps.router, thresholds: deps.thresholds, logger });
   void app.register(healthRoutes, { registry: deps.registry, ready: () => options.ready() });
+  if (deps.status) void app.register(statusRoutes, deps.status);
   return app;
 }
 

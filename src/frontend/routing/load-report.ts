@@ -33,6 +33,8 @@ export interface RankReport {
   /** Calls in the engine and queued at the sidecar, when it says (least-loaded routing). */
   readonly engineRequest: number | undefined;
   readonly requestQueue: number | undefined;
+  /** The sidecar's engine request limit N in force, when it says (status page; null = admission off). */
+  readonly engineRequestLimit: number | undefined;
   /**
    * The sidecar's predicted_ttft_ms: how long a call arriving when the event was taken would wait
    * for its first token. undefined when absent, null or not believable (see predictedTtftOf).
@@ -149,6 +151,7 @@ export function parseRankReport(value: unknown): RankReport {
     heartbeatMs: heartbeatMs === undefined || heartbeatMs === 0 ? undefined : heartbeatMs,
     engineRequest: optionalCount(record, 'engine_request'),
     requestQueue: optionalCount(record, 'request_queue'),
+    engineRequestLimit: optionalCount(record, 'engine_request_limit'),
     predictedTtftMs: predictedTtftOf(record['predicted_ttft_ms']),
   };
 }

@@ -39,6 +39,8 @@ export interface SystemServerOptions {
   readonly registry: Registry;
   /** The admin API; it answers 404 itself while turned off. */
   readonly admin?: SystemRoute;
+  /** The status page (/, /status/...: status-page.ts). */
+  readonly page?: SystemRoute;
   readonly readiness: Readiness;
   /** Body of GET /load. */
   readonly load: () => unknown;
@@ -131,6 +133,7 @@ export class SystemServer {
 
   private async route(req: IncomingMessage, res: ServerResponse): Promise<void> {
     if (this.options.admin?.handles(req.url)) return this.options.admin.serve(req, res);
+    if (this.options.page?.handles(req.url)) return this.options.page.serve(req, res);
     if (req.method !== 'GET' && req.method !== 'HEAD') return json(res, 405, { error: 'only GET and HEAD' });
     const path = (req.url ?? '/').split('?')[0];
     switch (path) {
