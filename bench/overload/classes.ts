@@ -6,9 +6,10 @@
  * interleaved run:
  *   best           the best configuration (bench/lib/overload-system.ts) with no class sent:
  *                  every request alike, the baseline;
- *   best+priority  the same sidecars with the classes sent (x-request-priority): their queues
- *                  serve priority 0 first and let it displace queued priority 1 calls; the
- *                  frontend busy for the low class at 0.6 of the KV threshold (PRIORITY_FRONTEND).
+ *   best+priority  the same sidecars with the classes sent (x-request-priority) and a longer
+ *                  expected wait (BEST_WITH_CLASSES): their queues serve priority 0 first and
+ *                  let it displace queued priority 1 calls; the frontend busy for the low class
+ *                  at 0.25 of a full-KV threshold (PRIORITY_FRONTEND).
  * Goal: the high class's goodput (completed within the SLO) >= 99% of what it offered at every
  * point up to 4x C, while the low class absorbs the refusals.
  *
@@ -26,7 +27,7 @@ import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { runLoad } from '../../src/tools/load/run.js';
 import { classesVerdict, classLoads, loadFigures, type ClassesRun, type ClassLoad, type LoadFigures } from '../lib/overload-scenarios.js';
-import { argsOr, BEST, MIXES, ProgressBar, startSystem, type SystemConfig } from '../lib/overload-system.js';
+import { argsOr, BEST, BEST_WITH_CLASSES, MIXES, ProgressBar, startSystem, type SystemConfig } from '../lib/overload-system.js';
 import { stopAll } from '../lib/spawn.js';
 import { spread, type Spread } from '../lib/stats.js';
 import { lineChartSvg } from '../report/svg.js';
@@ -50,12 +51,14 @@ const HELP = `usage: npm run bench:overload -- --scenario classes [options]
 /**
  * The frontend's classes: a worker is busy for every class when its KV cache is full
  * (kv_used_blocks > 1.0 x kv_total_blocks, which the sidecars' own cap keeps from happening
- * often), and for the low class (priority 1 and beyond) at 0.6 of that, about 77 of 128 blocks
- * (six or seven of the mix's 12-block sequences): the low class stops being routed while the
- * engine still has room, which the high class then finds. Without a threshold the scale has
- * nothing to scale.
+ * often), and for the low class (priority 1 and beyond) at 0.25 of that, 32 of 128 blocks
+ * (under three of the mix's 12-block sequences): the low class stops being routed while the
+ * engine still has room, which the high class then finds. At 4x C the high class alone offers
+ * 0.8x C, so the low class has to be held to about a fifth of the engines; quick looks with 0.6
+ * and 0.4 left it 45% and 31% (docs/performance.md). Without a threshold the scale has nothing
+ * to scale.
  */
-const PRIORITY_FRONTEND = ['--active-decode-blocks-threshold', '1', '--priority-threshold-scale', '1=0.6'];
+const PRIORITY_FRONTEND = ['--active-decode-blocks-threshold', '1', '--priority-threshold-scale', '1=0.25'];
 
 const { values } = parseArgs({
   options: {
@@ -85,8 +88,8 @@ const CONFIGS: Record<string, { readonly system: SystemConfig; readonly sendClas
   best: { system: BEST, sendClass: false },
   'best+priority': {
     system: {
-      ...BEST,
-      sidecar: argsOr(values['priority-args'], BEST.sidecar),
+      ...BEST_WITH_CLASSES,
+      sidecar: argsOr(values['priority-args'], BEST_WITH_CLASSES.sidecar),
       frontend: argsOr(values['priority-frontend-args'], [...BEST.frontend, ...PRIORITY_FRONTEND]),
     },
     sendClass: true,

@@ -7,7 +7,8 @@
  * interleaved run:
  *   best            the best configuration (bench/lib/overload-system.ts) with no tenant sent;
  *   best+fairness   the same with each tenant sent (x-tenant-id: the sidecars' queues serve
- *                   tenants round-robin) and the frontend's --tenant-max-inflight.
+ *                   tenants round-robin), a longer expected wait (BEST_WITH_CLASSES) and the
+ *                   frontend's --tenant-max-inflight.
  * Goal: the polite tenants' goodput (completed within the SLO) drops by less than 5% when the
  * noisy tenant joins.
  *
@@ -26,7 +27,7 @@ import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { runLoad } from '../../src/tools/load/run.js';
 import { loadFigures, politeDrop, tenantLoads, tenantsVerdict, type LoadFigures, type TenantsRun } from '../lib/overload-scenarios.js';
-import { argsOr, BEST, MIXES, ProgressBar, startSystem, type SystemConfig } from '../lib/overload-system.js';
+import { argsOr, BEST, BEST_WITH_CLASSES, MIXES, ProgressBar, startSystem, type SystemConfig } from '../lib/overload-system.js';
 import { stopAll } from '../lib/spawn.js';
 import { spread, type Spread } from '../lib/stats.js';
 import { barChartSvg } from '../report/svg.js';
@@ -83,8 +84,8 @@ const CONFIGS: Record<string, { readonly system: SystemConfig; readonly sendTena
   best: { system: BEST, sendTenant: false },
   'best+fairness': {
     system: {
-      ...BEST,
-      sidecar: argsOr(values['fairness-args'], BEST.sidecar),
+      ...BEST_WITH_CLASSES,
+      sidecar: argsOr(values['fairness-args'], BEST_WITH_CLASSES.sidecar),
       frontend: argsOr(values['fairness-frontend-args'], [...BEST.frontend, '--tenant-max-inflight', String(maxInflight)]),
     },
     sendTenant: true,
