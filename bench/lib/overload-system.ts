@@ -104,6 +104,33 @@ export const argsOr = (given: string | undefined, builtIn: readonly string[]): r
   given !== undefined ? given.split(/\s+/u).filter(Boolean) : builtIn;
 
 /** A bar of runs done on stderr, redrawn in place. */
+/** The options every scenario shares, checked alike: what is wrong with each, as lines for the user. */
+export function runProblems(run: {
+  readonly configs: readonly string[];
+  readonly known: readonly string[];
+  readonly pointS: number;
+  readonly repeats: number;
+  readonly slo: { readonly sloTtftMs: number; readonly sloItlMs: number };
+  readonly seed: number;
+  readonly graceS: number;
+}): string[] {
+  return [
+    ...(run.configs.every((c) => run.known.includes(c)) ? [] : [`--configs must be among ${run.known.join(', ')}`]),
+    ...(run.pointS >= 1 ? [] : ['--point-s must be >= 1']),
+    ...(Number.isInteger(run.repeats) && run.repeats >= 1 ? [] : ['--repeats must be an integer >= 1']),
+    ...(run.slo.sloTtftMs > 0 && run.slo.sloItlMs > 0 ? [] : ['--slo-ttft-ms and --slo-itl-ms must be > 0']),
+    ...(Number.isInteger(run.seed) && run.seed >= 0 ? [] : ['--seed must be an integer >= 0']),
+    ...(run.graceS >= 0 ? [] : ['--grace-s must be >= 0']),
+  ];
+}
+
+/** Bad options: each problem and the help on stderr, exit 2. */
+export function exitOnProblems(problems: readonly string[], help: string): void {
+  if (problems.length === 0) return;
+  console.error(`${problems.join('\n')}\n${help}`);
+  process.exit(2);
+}
+
 export class ProgressBar {
   done = 0;
   total = 0;

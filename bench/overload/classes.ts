@@ -27,7 +27,7 @@ import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { runLoad } from '../../src/tools/load/run.js';
 import { classesVerdict, classLoads, loadFigures, type ClassesRun, type ClassLoad, type LoadFigures } from '../lib/overload-scenarios.js';
-import { argsOr, BEST, BEST_WITH_CLASSES, MIXES, ProgressBar, startSystem, type SystemConfig } from '../lib/overload-system.js';
+import { argsOr, BEST, BEST_WITH_CLASSES, exitOnProblems, MIXES, runProblems, ProgressBar, startSystem, type SystemConfig } from '../lib/overload-system.js';
 import { stopAll } from '../lib/spawn.js';
 import { spread, type Spread } from '../lib/stats.js';
 import { lineChartSvg } from '../report/svg.js';
@@ -109,17 +109,9 @@ const problems = [
   ...(capacity > 0 ? [] : ['--capacity must be > 0']),
   ...(multiples.every((m) => m > 0) ? [] : ['--multiples must be positive numbers']),
   ...(highShare > 0 && highShare < 1 ? [] : ['--high-share must be between 0 and 1']),
-  ...(configs.every((c) => c in CONFIGS) ? [] : [`--configs must be among ${Object.keys(CONFIGS).join(', ')}`]),
-  ...(pointS >= 1 ? [] : ['--point-s must be >= 1']),
-  ...(Number.isInteger(repeats) && repeats >= 1 ? [] : ['--repeats must be an integer >= 1']),
-  ...(slo.sloTtftMs > 0 && slo.sloItlMs > 0 ? [] : ['--slo-ttft-ms and --slo-itl-ms must be > 0']),
-  ...(Number.isInteger(seed) && seed >= 0 ? [] : ['--seed must be an integer >= 0']),
-  ...(graceS >= 0 ? [] : ['--grace-s must be >= 0']),
+  ...runProblems({ configs, known: Object.keys(CONFIGS), pointS, repeats, slo, seed, graceS }),
 ];
-if (problems.length > 0) {
-  console.error(`${problems.join('\n')}\n${HELP}`);
-  process.exit(2);
-}
+exitOnProblems(problems, HELP);
 
 const bar = new ProgressBar();
 

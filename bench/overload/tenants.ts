@@ -27,7 +27,7 @@ import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { runLoad } from '../../src/tools/load/run.js';
 import { loadFigures, politeDrop, tenantLoads, tenantsVerdict, type LoadFigures, type TenantsRun } from '../lib/overload-scenarios.js';
-import { argsOr, BEST, BEST_WITH_CLASSES, MIXES, ProgressBar, startSystem, type SystemConfig } from '../lib/overload-system.js';
+import { argsOr, BEST, BEST_WITH_CLASSES, exitOnProblems, MIXES, runProblems, ProgressBar, startSystem, type SystemConfig } from '../lib/overload-system.js';
 import { stopAll } from '../lib/spawn.js';
 import { spread, type Spread } from '../lib/stats.js';
 import { barChartSvg } from '../report/svg.js';
@@ -106,17 +106,9 @@ const problems = [
   ...(capacity > 0 && politeShare > 0 && noisyFactor > 0 ? [] : ['--capacity, --polite-share and --noisy-factor must be > 0']),
   ...(Number.isInteger(politeTenants) && politeTenants >= 1 ? [] : ['--polite-tenants must be an integer >= 1']),
   ...(Number.isInteger(maxInflight) && maxInflight >= 1 ? [] : ['--tenant-max-inflight must be an integer >= 1']),
-  ...(configs.every((c) => c in CONFIGS) ? [] : [`--configs must be among ${Object.keys(CONFIGS).join(', ')}`]),
-  ...(pointS >= 1 ? [] : ['--point-s must be >= 1']),
-  ...(Number.isInteger(repeats) && repeats >= 1 ? [] : ['--repeats must be an integer >= 1']),
-  ...(slo.sloTtftMs > 0 && slo.sloItlMs > 0 ? [] : ['--slo-ttft-ms and --slo-itl-ms must be > 0']),
-  ...(Number.isInteger(seed) && seed >= 0 ? [] : ['--seed must be an integer >= 0']),
-  ...(graceS >= 0 ? [] : ['--grace-s must be >= 0']),
+  ...runProblems({ configs, known: Object.keys(CONFIGS), pointS, repeats, slo, seed, graceS }),
 ];
-if (problems.length > 0) {
-  console.error(`${problems.join('\n')}\n${HELP}`);
-  process.exit(2);
-}
+exitOnProblems(problems, HELP);
 
 const bar = new ProgressBar();
 

@@ -1,6 +1,6 @@
 /** What the overload scenarios share: the flags a tuning run gives instead of the built-in ones, and the progress bar. */
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { argsOr, BEST, ProgressBar } from '../../../../bench/lib/overload-system.js';
+import { argsOr, BEST, ProgressBar, runProblems } from '../../../../bench/lib/overload-system.js';
 
 afterEach(() => {
   vi.restoreAllMocks();
@@ -26,5 +26,19 @@ describe('ProgressBar', () => {
     bar.show('done');
     expect(writes[0]).toMatch(/^\r\[#{8}-{22}\] 1\/4 best at 1x\s*$/);
     expect(writes[1]).toMatch(/^\r\[#{30}\] 5\/4 done/);
+  });
+});
+
+describe('runProblems', () => {
+  const good = { configs: ['best'], known: ['best', 'best+priority'], pointS: 15, repeats: 3, slo: { sloTtftMs: 500, sloItlMs: 50 }, seed: 1, graceS: 5 };
+
+  it('finds nothing wrong with sane options, and names each bad one', () => {
+    expect(runProblems(good)).toEqual([]);
+    expect(runProblems({ ...good, configs: ['best', 'nope'], repeats: 0, seed: -1 })).toEqual([
+      '--configs must be among best, best+priority',
+      '--repeats must be an integer >= 1',
+      '--seed must be an integer >= 0',
+    ]);
+    expect(runProblems({ ...good, pointS: 0.5, slo: { sloTtftMs: 0, sloItlMs: 50 }, graceS: -1 })).toHaveLength(3);
   });
 });
