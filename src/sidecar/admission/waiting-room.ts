@@ -68,7 +68,7 @@ class PriorityQueue {
   /** Tenants with calls queued, in round order; `cursor` is the one whose turn is next. */
   readonly round: TenantQueue[] = [];
   cursor = 0;
-  oldest: QueuedCall | undefined;
+  /** The priority's newest call (the one displaced); its older ones hang off it by olderInClass. */
   newest: QueuedCall | undefined;
   size = 0;
 
@@ -118,7 +118,6 @@ export class WaitingRoom {
     tenantQueue.size++;
     call.olderInClass = queue.newest;
     if (queue.newest) queue.newest.newerInClass = call;
-    else queue.oldest = call;
     queue.newest = call;
     queue.size++;
     call.older = this.newest;
@@ -144,7 +143,6 @@ export class WaitingRoom {
       queue.tenants.delete(tenantQueue.tenant);
     }
     if (call.olderInClass) call.olderInClass.newerInClass = call.newerInClass;
-    else queue.oldest = call.newerInClass;
     if (call.newerInClass) call.newerInClass.olderInClass = call.olderInClass;
     else queue.newest = call.olderInClass;
     call.olderInClass = call.newerInClass = undefined;

@@ -7,11 +7,11 @@
  */
 import type { IncomingHttpHeaders } from 'node:http2';
 import { PRIORITY_HEADER, TENANT_HEADER, checkTenant, parsePriority } from '../../protocol/request-class.js';
-import type { CallClass } from '../admission/waiting-room.js';
+import { DEFAULT_CALL_CLASS, type CallClass } from '../admission/waiting-room.js';
 import { CallError } from './call-error.js';
 
 /** Classes of calls without metadata, one per default priority (the common case allocates nothing). */
-let lastDefault: CallClass = Object.freeze({ priority: 0, tenant: '' });
+let lastDefault: CallClass = DEFAULT_CALL_CLASS;
 
 export function callClassOf(headers: IncomingHttpHeaders, defaultPriority: number): CallClass | CallError {
   const priorityText = headers[PRIORITY_HEADER];
