@@ -197,7 +197,9 @@ export function trackStream(stream: ServerHttp2Stream): void {
   const tracker = (stream.session as Tracked | undefined)?.[TRACKER];
   if (!tracker) return;
   tracker.streamOpened();
-  stream.once('close', onTrackedStreamClose);
+  // The tracker is taken now: a stream the client reset is destroyed before its 'close', and a
+  // destroyed stream's `session` is undefined, so a lookup then would leave it counted as open.
+  stream.once('close', () => tracker.streamClosed());
 }
 
 /**
@@ -219,8 +221,4 @@ export function noteEarlyReset(stream: object): void {
 /** True when `stream`'s connection resets calls early (see DispatchBatch). */
 export function resetsEarly(stream: object): boolean {
   return (stream as { session?: Tracked }).session?.[TRACKER]?.resetsEarly ?? false;
-}
-
-function onTrackedStreamClose(this: ServerHttp2Stream): void {
-  (this.session as Tracked | undefined)?.[TRACKER]?.streamClosed();
 }

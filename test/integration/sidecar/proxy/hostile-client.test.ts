@@ -465,8 +465,17 @@ describe('hostile clients (N=4, Q=2)', () => {
     it('frees the sockets of idled-out clients that never answer our FIN (half-open): a delayed close after the GOAWAY', async () => {
       const before = openSockets(timed);
       const wires = await Promise.all(Array.from({ length: 10 }, () => open({ halfOpen: true }, timed.port)));
-      for (const wire of wires) await wire.until(() => wire.peerSettingsReceived, 5000, "the sidecar's SETTINGS");
+      // Each connection holds a health Watch open, so none is idle (and none can close) while they are
+      // counted, however long the machine takes to open them; the idle clocks start at the cancels.
+      const watches = wires.map((wire) => {
+        const id = wire.sendHeaders(grpcRequestHeaders(WATCH_PATH));
+        wire.write(dataFrame(id, frameMessage(Buffer.alloc(0)), true));
+        return id;
+      });
+      for (const [i, wire] of wires.entries()) await wire.until(() => wire.stream(watches[i]!).headerBlocks.length > 0, 10_000, 'the Watch answer');
       expect(openSockets(timed)).toBeGreaterThanOrEqual(before + 10);
+      expect(wires.some((wire) => wire.goaway !== undefined)).toBe(false);
+      for (const [i, wire] of wires.entries()) wire.rst(watches[i]!);
       await waitFor(() => wires.every((wire) => wire.goaway !== undefined), 'GOAWAY on every idle connection', 8000);
       // idle 1000 ms, our FIN, then 1000 ms for the client's: the sidecar lets go of every socket although no client closed.
       await waitFor(() => openSockets(timed) <= before, 'the sidecar to close the half-open sockets', 8000);

@@ -1,7 +1,7 @@
 /** Which client resets count against a connection as early (Rapid Reset) resets, and when the connection is shed for them. */
 import { EventEmitter } from 'node:events';
 import type { Http2Session, ServerHttp2Stream } from 'node:http2';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { silentLogger } from '../../../../src/platform/log.js';
 import {
   EARLY_RESET_MIN_STREAMS,
@@ -99,5 +99,32 @@ describe('the Rapid Reset rule', () => {
       conn.advance(1000);
     }
     expect(conn.shed()).toBe(false);
+  });
+});
+
+describe('the idle rule', () => {
+  afterEach(() => vi.useRealTimers());
+
+  // Node clears a destroyed stream's `session` before its 'close': a reset call must still count as closed.
+  it.each([
+    ['ended', false],
+    ['reset by the client (destroyed before its close)', true],
+  ])('closes a connection idle for the timeout after its last stream was %s', (_how, destroyed) => {
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'setInterval', 'clearInterval', 'Date'] });
+    let closes = 0;
+    const session = Object.assign(new EventEmitter(), { destroyed: false, closed: false, close: () => void closes++, destroy() {}, ping: () => true });
+    limitConnection(session as unknown as Http2Session, { idleTimeoutMs: 1000, handshakeTimeoutMs: 60_000, logger: silentLogger });
+    session.emit('remoteSettings');
+    const stream = Object.assign(new EventEmitter(), { session: session as unknown }) as ServerHttp2Stream & { session: unknown };
+    trackStream(stream);
+    vi.advanceTimersByTime(5000);
+    expect(closes, 'a stream is open: not idle').toBe(0);
+    if (destroyed) stream.session = undefined;
+    stream.emit('close');
+    vi.advanceTimersByTime(999);
+    expect(closes).toBe(0);
+    vi.advanceTimersByTime(1001);
+    expect(closes, 'GOAWAY once idle for the timeout').toBe(1);
+    session.emit('close');
   });
 });
