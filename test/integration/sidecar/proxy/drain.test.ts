@@ -8,7 +8,11 @@ import { testEngineClient, unary } from '../../../support/grpc-client.js';
 import { startSidecarProcess } from '../../../support/sidecar-process.js';
 import { startTestEngine, type TestEngine } from '../../../support/test-engine.js';
 import { waitFor } from '../../../support/wait.js';
-import { H2Wire } from '../../../support/h2-wire.js';
+import { loadSync, type MessageTypeDefinition } from '@grpc/proto-loader';
+import { frameMessage } from '../../../../src/protocol/grpc/framing.js';
+import { dataFrame, grpcRequestHeaders, H2Wire, windowUpdateFrame } from '../../../support/h2-wire.js';
+import { TEST_ENGINE_PATH } from '../../../support/raw-grpc.js';
+import { LOADER_OPTIONS, TEST_ENGINE_PROTO } from '../../../support/test-engine.js';
 
 let engine: TestEngine;
 beforeAll(async () => {
@@ -128,6 +132,87 @@ describe('SIGTERM', () => {
       expect(idle.closed).toBe(false);
     } finally {
       idle.destroy();
+      await sidecar.stop('SIGKILL');
+    }
+  });
+});
+
+// Issue: the drain ended when the gate was empty, but a call leaves the gate when its engine leg
+// ends, before its last frames and trailers reach the client; the process then exited with them
+// unsent, and the last calls got no status at all.
+describe('SIGTERM delivers every admitted answer before it exits', () => {
+  const DRAIN = ['--engine-request-limit', '2', '--drain-grace-ms', '20000'];
+  const QUEUE = { DYN_DYNAMO_REQUEST_QUEUE_LIMIT: '4' };
+
+  it('unary: two calls in the engine and four queued at SIGTERM all end OK, in turn as the engine answers', async () => {
+    const sidecar = await startSidecarProcess(['--upstream', engine.address, ...DRAIN], QUEUE);
+    const client = testEngineClient(sidecar.address);
+    try {
+      const calls = Array.from({ length: 6 }, (_, i) => unary(client, 'Hold', { tag: `drain-${i}` }));
+      await waitFor(() => engine.held === 2, 'two calls in the engine');
+      await waitFor(async () => (await sidecar.metric('dynamo_request_queue')) === 4, 'four calls queued');
+      sidecar.proc.kill('SIGTERM');
+      await waitFor(async () => (await sidecar.get('/ready')).status === 503, 'draining');
+      for (let round = 0; round < 3; round++) {
+        await waitFor(() => engine.held === 2, `two calls in the engine (round ${round + 1})`);
+        engine.releaseHeld();
+      }
+      const outcomes = await Promise.all(calls);
+      expect(outcomes.map((o) => o.code)).toEqual(Array.from({ length: 6 }, () => grpc.status.OK));
+      expect(await sidecar.exited()).toBe(0);
+    } finally {
+      client.close();
+      await sidecar.stop('SIGKILL');
+    }
+  });
+});
+
+describe('SIGTERM waits for a client that reads its answer slowly', () => {
+  const echoType = loadSync(TEST_ENGINE_PROTO, LOADER_OPTIONS)['dynamo.sidecar.testing.EchoRequest'] as MessageTypeDefinition<object, object>;
+  const ANSWER_BYTES = 256 * 1024;
+  const DRIP_BYTES = 16 * 1024;
+
+  // The sidecar reads the engine only as fast as the client reads, so a call keeps its slot until
+  // the client has nearly all of its answer; the rest and the trailers wait in the sidecar after
+  // the slot is free (the gate empty). The client then stops reading for longer than closing a
+  // connection is given, and reads the rest after.
+  it.each([
+    ['unary', 'Unary', { payload: Buffer.alloc(ANSWER_BYTES, 0x61) }],
+    ['server streaming', 'ServerStream', { count: ANSWER_BYTES / 4096, reply_bytes: 4096 }],
+  ])('%s: the whole answer and its status reach the client, then the sidecar exits 0', async (_kind, method, request) => {
+    const sidecar = await startSidecarProcess(['--upstream', engine.address, '--drain-grace-ms', '20000']);
+    const wire = await H2Wire.connect(sidecar.port, { autoWindowUpdate: false });
+    try {
+      await wire.until(() => wire.peerSettingsReceived, 5000, "the sidecar's SETTINGS");
+      const id = wire.sendHeaders(grpcRequestHeaders(`${TEST_ENGINE_PATH}/${method}`));
+      const body = frameMessage(echoType.serialize(request));
+      expect(await wire.sendData(id, body, { endStream: true })).toBe(body.length);
+      const stream = wire.stream(id);
+      await wire.until(() => stream.dataBytes >= 60_000, 10_000, 'the first window of the answer');
+      sidecar.proc.kill('SIGTERM');
+      await waitFor(async () => (await sidecar.get('/ready')).status === 503, 'draining');
+      let paused = false;
+      for (let drip = 0; drip < 100 && !wire.isDone(id) && !wire.closed; drip++) {
+        wire.write(Buffer.concat([windowUpdateFrame(0, DRIP_BYTES), windowUpdateFrame(id, DRIP_BYTES)]));
+        await new Promise((resolve) => setTimeout(resolve, 100)); // the slow reader itself
+        // A refused metrics request means the sidecar is closing: past the engine too.
+        if (
+          !paused &&
+          (await sidecar.metric('dynamo_engine_request').then(
+            (inEngine) => inEngine === 0,
+            () => true,
+          ))
+        ) {
+          paused = true;
+          await new Promise((resolve) => setTimeout(resolve, 2000)); // a reader's stall, past the sidecar's 1 s to close a connection
+        }
+      }
+      expect(paused, 'the engine was done before the client had read everything').toBe(true);
+      expect(stream.dataBytes, 'answer bytes delivered').toBeGreaterThanOrEqual(ANSWER_BYTES);
+      expect(wire.grpcStatus(id), 'the status in the trailers').toBe(0);
+      expect(await sidecar.exited()).toBe(0);
+    } finally {
+      wire.destroy();
       await sidecar.stop('SIGKILL');
     }
   });
