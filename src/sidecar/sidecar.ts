@@ -7,7 +7,6 @@
 import { performance } from 'node:perf_hooks';
 import { Registry } from 'prom-client';
 import { AdmissionControl, gateLimits } from './admission/admission-control.js';
-import { callsDone } from './admission/calls-done.js';
 import { AdmissionGate } from './admission/gate.js';
 import { RejectionLog } from './admission/rejection-log.js';
 import { RetryPushback } from './admission/retry-pushback.js';
@@ -260,8 +259,9 @@ export async function startSidecar(config: SidecarConfig, deps: SidecarDeps): Pr
         reporting.setDraining();
         logger.info('draining: admitting no new calls', { ...admissionState(), grace_ms: graceMs });
       }
-      await callsDone(gate, graceMs);
-      return { remaining: gate.inEngine + gate.queued };
+      // Until every admitted call's answer is delivered, not only until the engine is done with it.
+      await ingress.openCalls.settled(graceMs);
+      return { remaining: ingress.openCalls.size };
     },
     async close() {
       rejectionLog.close();

@@ -125,7 +125,7 @@ export const SIDECAR_OPTIONS = {
     flag: '--drain-grace-ms <ms>',
     env: 'DYN_SIDECAR_DRAIN_GRACE_MS',
     default: 30_000,
-    help: 'on SIGTERM, how long calls already admitted may run before the sidecar exits',
+    help: 'on SIGTERM, how long calls already admitted may take to deliver their whole answer before the sidecar exits',
   },
   drainDelayMs: {
     flag: '--drain-delay-ms <ms>',

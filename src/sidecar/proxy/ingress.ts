@@ -35,7 +35,7 @@ import { callClassOf } from './call-class.js';
 import type { CallContext } from './call-context.js';
 import { closeAfterFin, limitConnection, trackStream, type ConnectionLimitOptions } from './connection-limits.js';
 import type { LocalService } from './local-service.js';
-import type { OpenCall } from './call-phases.js';
+import { OpenCalls } from './open-calls.js';
 import { ProxiedCall } from './proxied-call.js';
 import { RAW_REQUEST_HEADERS, type RawHeaders } from './request-headers.js';
 import { STREAM_WINDOW_BYTES } from './upstream-session.js';
@@ -58,7 +58,8 @@ export class Ingress {
   private readonly sessions = new Set<Http2Session>();
   /** Every client socket (TLS: the TLS socket its session uses), so that close() can cut them all. */
   private readonly sockets = new Set<Socket>();
-  private readonly openCalls = new Set<OpenCall>();
+  /** Calls taken in and not yet finished with (answered in full, refused, cut or gone): what the drain waits for. */
+  readonly openCalls = new OpenCalls();
 
   constructor(private readonly options: IngressOptions) {
     const serverOptions = {
@@ -134,7 +135,7 @@ export class Ingress {
 
   /** The drain grace period is over: every call still open ends with UNAVAILABLE (retryable elsewhere). */
   cutOpenCalls(): number {
-    const calls = [...this.openCalls];
+    const calls = this.openCalls.list();
     // Queued calls first: cutting a call in the engine frees a slot, which would hand it to (and
     // dispatch) the next queued call during shutdown.
     for (const call of calls) if (call.phase === 'queued') call.shutdown();

@@ -20,6 +20,7 @@ import { CALL, ignore, listenForClientGone, listenToEngineAndClientBody, listenT
 import { CallTimers } from './call-timers.js';
 import { SlotLease } from './slot-lease.js';
 import { BEFORE_RESPONSE, actsIn, isTransition, type CallEvent, type CallPhase, type OpenCall } from './call-phases.js';
+import type { OpenCalls } from './open-calls.js';
 import { isEarlyReset, noteEarlyReset } from './connection-limits.js';
 import { EngineLeg, openEngineLeg } from './engine-leg.js';
 import { upstreamRequestHeaders, type RawHeaders } from './request-headers.js';
@@ -50,7 +51,7 @@ export class ProxiedCall implements OpenCall, DispatchTurn, StreamFaultSink, Cal
     /** Absolute deadline on ctx.clock's time, if the client sent grpc-timeout. */
     private readonly deadlineAt: number | undefined,
     /** Open calls, so that shutdown can cut them; the call leaves it when it ends. */
-    private readonly openCalls?: Set<OpenCall>,
+    private readonly openCalls?: OpenCalls,
     /** The same headers as node's raw list, forwarded as such where node takes one (RAW_REQUEST_HEADERS). */
     private readonly rawHeaders?: RawHeaders,
     /** Its priority and tenant (call-class.ts): where it queues, and what it may displace. */

@@ -10,7 +10,7 @@ import { startTestEngine, type TestEngine } from '../../../support/test-engine.j
 import { waitFor } from '../../../support/wait.js';
 import { loadSync, type MessageTypeDefinition } from '@grpc/proto-loader';
 import { frameMessage } from '../../../../src/protocol/grpc/framing.js';
-import { dataFrame, grpcRequestHeaders, H2Wire, windowUpdateFrame } from '../../../support/h2-wire.js';
+import { grpcRequestHeaders, H2Wire, windowUpdateFrame } from '../../../support/h2-wire.js';
 import { TEST_ENGINE_PATH } from '../../../support/raw-grpc.js';
 import { LOADER_OPTIONS, TEST_ENGINE_PROTO } from '../../../support/test-engine.js';
 

@@ -115,12 +115,12 @@ describe('the idle rule', () => {
     const session = Object.assign(new EventEmitter(), { destroyed: false, closed: false, close: () => void closes++, destroy() {}, ping: () => true });
     limitConnection(session as unknown as Http2Session, { idleTimeoutMs: 1000, handshakeTimeoutMs: 60_000, logger: silentLogger });
     session.emit('remoteSettings');
-    const stream = Object.assign(new EventEmitter(), { session: session as unknown }) as ServerHttp2Stream & { session: unknown };
-    trackStream(stream);
+    const fake: EventEmitter & { session: object | undefined } = Object.assign(new EventEmitter(), { session });
+    trackStream(fake as unknown as ServerHttp2Stream);
     vi.advanceTimersByTime(5000);
     expect(closes, 'a stream is open: not idle').toBe(0);
-    if (destroyed) stream.session = undefined;
-    stream.emit('close');
+    if (destroyed) fake.session = undefined;
+    fake.emit('close');
     vi.advanceTimersByTime(999);
     expect(closes).toBe(0);
     vi.advanceTimersByTime(1001);

@@ -28,7 +28,7 @@ describe('Ingress.cutOpenCalls', () => {
       };
       return fake;
     };
-    const openCalls = (ingress as unknown as { openCalls: Set<OpenCall> }).openCalls;
+    const openCalls = ingress.openCalls;
     for (const c of [call('streaming-1', 'streaming'), call('queued-1', 'queued'), call('awaiting-1', 'awaiting_response'), call('queued-2', 'queued')])
       openCalls.add(c);
     expect(ingress.cutOpenCalls()).toBe(4);

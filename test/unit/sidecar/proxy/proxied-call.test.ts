@@ -13,7 +13,8 @@ import { GrpcStatus } from '../../../../src/protocol/grpc/status.js';
 import { silentLogger } from '../../../../src/platform/log.js';
 import type { CallContext, CallMetrics, CallObserver, DispatchTurn } from '../../../../src/sidecar/proxy/call-context.js';
 import { ENGINE_UNAVAILABLE_MESSAGE } from '../../../../src/sidecar/proxy/engine-outcome.js';
-import { NEXT_PHASES, type CallPhase, type OpenCall } from '../../../../src/sidecar/proxy/call-phases.js';
+import { NEXT_PHASES, type CallPhase } from '../../../../src/sidecar/proxy/call-phases.js';
+import { OpenCalls } from '../../../../src/sidecar/proxy/open-calls.js';
 import { ProxiedCall } from '../../../../src/sidecar/proxy/proxied-call.js';
 import { FakeConnector, FakeDownstream, errorWithCode, fakeClock, type FakeUpstream } from '../../../support/fake-call-streams.js';
 import { admitting } from '../../../support/admitting.js';
@@ -57,7 +58,7 @@ interface Harness {
   readonly gate: AdmissionGate;
   readonly metrics: RecordingMetrics;
   readonly clock: ReturnType<typeof fakeClock>;
-  readonly openCalls: Set<OpenCall>;
+  readonly openCalls: OpenCalls;
   /** Release calls on the permits this call was given. */
   releases(): number;
   /** What had been done to the engine stream when the slot was released. */
@@ -85,7 +86,7 @@ function harness(
   const gate = new AdmissionGate(options.limit ?? 1, 2);
   const metrics = new RecordingMetrics();
   const connector = new FakeConnector();
-  const openCalls = new Set<OpenCall>();
+  const openCalls = new OpenCalls();
   let releaseCalls = 0;
   let engineOpsAtRelease: string[] | undefined;
   const counted = (permit: Permit): Permit => ({
@@ -391,7 +392,7 @@ function checkInvariants(h: Harness): void {
   expect(h.gate.awaitingFirstToken - blockerHeld, 'never below zero').toBeGreaterThanOrEqual(0);
   if (h.connector.opened.length > 0 && !holdsSlot) expect(h.releases(), `slot released once in ${phase}`).toBe(1);
   expect(h.metrics.ended.length, 'outcome recorded once, at the end').toBe(phase === 'ended' ? 1 : 0);
-  expect(h.openCalls.has(h.call), 'open-call registry').toBe(phase !== 'ended');
+  expect(h.openCalls.list().includes(h.call), 'open-call registry').toBe(phase !== 'ended');
 }
 
 function opsOf(h: Harness): string {
