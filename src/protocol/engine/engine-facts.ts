@@ -17,7 +17,10 @@
  *   rank, in tokens; max_running_requests for the whole server; max_prefill_tokens; dp_size, a
  *   rank count only with enable_dp_attention, as Dynamo reads it; context_length;
  *   served_model_name or model_path; incremental_streaming_output).
- * Values that are not positive integers (0, negative, text, absent) leave the fact unknown.
+ * A capacity fact's value (a BoundedFact) goes to the reader's `accept`, with the engine's name for
+ * the field, which says whether it stands (the sidecar holds it to its flag's range); a refused dp
+ * size also leaves unknown what is derived from it (blocks per rank, max_num_seqs over all ranks).
+ * 0 is proto3's "not set", so it is "not told" on every wire; so are text and absent values.
  */
 import protobuf from 'protobufjs/minimal.js';
 import { vllmEngineMessage, type GetLoadsResponseMessage } from './engine-proto.js';
@@ -40,12 +43,24 @@ export interface EngineFacts {
   incrementalOutput?: boolean;
 }
 
+/** The facts that size something in the sidecar (ranks, blocks, the auto N), each held to a range by `accept`. */
+export type BoundedFact = 'kvBlockSize' | 'kvTotalBlocks' | 'maxRunningRequests' | 'maxNumBatchedTokens' | 'dataParallelSize';
+
+/**
+ * Whether the engine's `field` (its own name for it), telling `value`, may stand as `fact`: the
+ * value to use, or undefined to leave the fact unknown. Asked only of values the engine sent (not 0).
+ */
+export type AcceptFact = (fact: BoundedFact, field: string, value: number) => number | undefined;
+
+/** Without a range of its own: any positive safe integer. */
+export const ANY_POSITIVE: AcceptFact = (_fact, _field, value) => positive(value);
+
 export interface FactQuestion {
   readonly path: string;
   /** For logs: "the engine does not implement {rpc}". */
   readonly rpc: string;
   /** The answer's bytes as facts; throws on bytes that are not this answer. */
-  read(body: Buffer): EngineFacts;
+  read(body: Buffer, accept?: AcceptFact): EngineFacts;
 }
 
 export function factQuestions(wire: GenerateWire): readonly FactQuestion[] {
@@ -72,6 +87,18 @@ export function factQuestions(wire: GenerateWire): readonly FactQuestion[] {
 function positive(value: unknown): number | undefined {
   const n = typeof value === 'string' && /^\d{1,15}$/.test(value) ? Number(value) : value;
   return typeof n === 'number' && Number.isSafeInteger(n) && n > 0 ? n : undefined;
+}
+
+/** A number the engine sent (digits in JSON text too), to be judged by `accept`; 0, text and absent values are not told. */
+function told(value: unknown): number | undefined {
+  const n = typeof value === 'string' && /^-?\d+$/.test(value.trim()) ? Number(value) : value;
+  return typeof n === 'number' && n !== 0 ? n : undefined;
+}
+
+/** `raw` through `accept`, when told at all. */
+function judged(accept: AcceptFact, fact: BoundedFact, field: string, raw: unknown): number | undefined {
+  const value = told(raw);
+  return value === undefined ? undefined : accept(fact, field, value);
 }
 
 function nonNegative(value: unknown): number | undefined {
@@ -104,19 +131,23 @@ function readSmgModelInfo(body: Buffer): EngineFacts {
   });
 }
 
-function readSmgLoads(body: Buffer): EngineFacts {
+function readSmgLoads(body: Buffer, accept: AcceptFact = ANY_POSITIVE): EngineFacts {
   const response = vllmEngineMessage<GetLoadsResponseMessage>('GetLoadsResponse').deserialize(body);
   let total = 0;
   let reporting = 0;
+  let refused = false;
   for (const load of response.loads ?? []) {
-    const max = positive(load.max_running_requests);
-    if (max === undefined) continue;
-    total += max;
+    if (told(load.max_running_requests) === undefined) continue;
+    const max = judged(accept, 'maxRunningRequests', 'max_running_requests', load.max_running_requests);
+    if (max === undefined) refused = true;
+    else total += max;
     reporting++;
   }
+  // A sum missing a refused rank would understate the engine; none is better.
+  const sum = reporting > 0 && !refused ? judged(accept, 'maxRunningRequests', 'max_running_requests summed over ranks', total) : undefined;
   return known({
-    maxRunningRequests: reporting > 0 ? total : undefined,
-    dataParallelSize: positive(response.dp_rank_count),
+    maxRunningRequests: sum,
+    dataParallelSize: judged(accept, 'dataParallelSize', 'dp_rank_count', response.dp_rank_count),
   });
 }
 
@@ -148,22 +179,26 @@ function text(map: Fields, field: number): string | undefined {
   return v === undefined || typeof v === 'number' ? undefined : Buffer.from(v.buffer, v.byteOffset, v.byteLength).toString('utf8');
 }
 
-function readVllmServerInfo(body: Buffer): EngineFacts {
+function readVllmServerInfo(body: Buffer, accept: AcceptFact = ANY_POSITIVE): EngineFacts {
   const info = fields(body);
   const parallelismBytes = info.get(4);
   const parallelism: Fields =
     parallelismBytes === undefined || typeof parallelismBytes === 'number' ? new Map<number, number | Uint8Array>() : fields(parallelismBytes);
-  const dp = positive(varint(parallelism, 3)) ?? 1;
-  const totalBlocks = positive(varint(info, 7));
-  const maxRunning = positive(varint(info, 8));
+  const dpTold = told(varint(parallelism, 3)) !== undefined;
+  const dataParallelSize = judged(accept, 'dataParallelSize', 'data_parallel_size', varint(parallelism, 3));
+  // Not told: one engine. Refused: the per-rank figures cannot be had from the totals.
+  const dp = dpTold ? dataParallelSize : 1;
+  const totalBlocks = judged(accept, 'kvTotalBlocks', 'total_kv_blocks', varint(info, 7));
+  const maxRunning = judged(accept, 'maxRunningRequests', 'max_running_requests', varint(info, 8));
   return known({
     maxModelLen: positive(varint(info, 5)),
-    kvBlockSize: positive(varint(info, 6)),
+    kvBlockSize: judged(accept, 'kvBlockSize', 'kv_block_size', varint(info, 6)),
     // Summed over the dp engines the server hosts; a load event is per rank.
-    kvTotalBlocks: totalBlocks === undefined ? undefined : Math.max(1, Math.floor(totalBlocks / dp)),
-    maxRunningRequests: maxRunning === undefined ? undefined : maxRunning * dp,
-    maxNumBatchedTokens: positive(varint(info, 9)),
-    dataParallelSize: positive(varint(parallelism, 3)),
+    kvTotalBlocks: totalBlocks === undefined || dp === undefined ? undefined : Math.max(1, Math.floor(totalBlocks / dp)),
+    maxRunningRequests:
+      maxRunning === undefined || dp === undefined ? undefined : accept('maxRunningRequests', 'max_running_requests x data_parallel_size', maxRunning * dp),
+    maxNumBatchedTokens: judged(accept, 'maxNumBatchedTokens', 'max_batched_tokens', varint(info, 9)),
+    dataParallelSize,
     dataParallelStartRank: nonNegative(varint(parallelism, 4)),
   });
 }
@@ -183,23 +218,26 @@ export function sglangJsonInfo(body: Uint8Array, what: string): unknown {
   return JSON.parse(json);
 }
 
-function readSglangServerInfo(body: Buffer): EngineFacts {
+function readSglangServerInfo(body: Buffer, accept: AcceptFact = ANY_POSITIVE): EngineFacts {
   const parsed = sglangJsonInfo(body, 'GetServerInfoResponse');
   if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) throw new Error('json_info is not a JSON object');
   const info = parsed as Record<string, unknown>;
-  const pageSize = positive(info['page_size']) ?? 1;
-  const maxTotalTokens = positive(info['max_total_num_tokens']);
+  const pageTold = told(info['page_size']) !== undefined;
+  const kvBlockSize = judged(accept, 'kvBlockSize', 'page_size', info['page_size']);
+  // Not told: a page is a token. Refused: blocks cannot be had from tokens.
+  const pageSize = pageTold ? kvBlockSize : 1;
+  // Tokens, held to the range of a block count (fewer blocks than tokens, so the blocks are in range too).
+  const maxTotalTokens = judged(accept, 'kvTotalBlocks', 'max_total_num_tokens', info['max_total_num_tokens']);
   const dpAttention = info['enable_dp_attention'] === true;
-  const dpSize = positive(info['dp_size']);
   const incremental = info['incremental_streaming_output'];
   return known({
     model: name(info['served_model_name'], info['model_path']),
-    kvBlockSize: positive(info['page_size']),
-    kvTotalBlocks: maxTotalTokens === undefined ? undefined : Math.ceil(maxTotalTokens / pageSize),
-    maxRunningRequests: positive(info['max_running_requests']),
-    maxNumBatchedTokens: positive(info['max_prefill_tokens']) ?? maxTotalTokens,
+    kvBlockSize,
+    kvTotalBlocks: maxTotalTokens === undefined || pageSize === undefined ? undefined : Math.ceil(maxTotalTokens / pageSize),
+    maxRunningRequests: judged(accept, 'maxRunningRequests', 'max_running_requests', info['max_running_requests']),
+    maxNumBatchedTokens: judged(accept, 'maxNumBatchedTokens', 'max_prefill_tokens', info['max_prefill_tokens']) ?? maxTotalTokens,
     // Without dp attention SGLang's ranks are not addressable one by one (Dynamo reads it the same way).
-    dataParallelSize: dpAttention ? dpSize : dpSize === undefined ? undefined : 1,
+    dataParallelSize: dpAttention ? judged(accept, 'dataParallelSize', 'dp_size', info['dp_size']) : told(info['dp_size']) === undefined ? undefined : 1,
     maxModelLen: positive(info['context_length']),
     incrementalOutput: typeof incremental === 'boolean' ? incremental : undefined,
   });

@@ -354,5 +354,17 @@ export const SIDECAR_OPTIONS = {
 
 export type SidecarOptionKey = keyof typeof SIDECAR_OPTIONS;
 
+/**
+ * The range of each engine-capacity flag (sidecar-config.ts parses them with it), which what the
+ * engine tells of the same thing is held to as well (load/learned-bounds.ts): an engine's dp size
+ * of 2^31-1 would otherwise be 2^31 ranks in memory.
+ */
+export const CAPACITY_BOUNDS = {
+  kvTotalBlocks: { min: 1, max: Number.MAX_SAFE_INTEGER },
+  kvBlockSize: { min: 1, max: 1 << 20 },
+  maxNumBatchedTokens: { min: 1, max: Number.MAX_SAFE_INTEGER },
+  dataParallelSize: { min: 1, max: 1024 },
+} as const satisfies Partial<Record<SidecarOptionKey, { min: number; max: number }>>;
+
 /** Commander stores `--engine-request-limit` as `engineRequestLimit`; the table keys are those names. */
 export type RawFlags = Partial<Record<SidecarOptionKey, string | boolean | undefined>>;

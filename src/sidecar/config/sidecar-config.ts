@@ -11,7 +11,7 @@ import { MAX_TIMER_MS } from '../../protocol/grpc/deadline.js';
 import { MAX_PRIORITY, MIN_PRIORITY } from '../../protocol/request-class.js';
 import { isUnspecifiedHost } from './advertise-address.js';
 import { type HostPort } from '../../platform/config/host-port.js';
-import { SIDECAR_OPTIONS, type RawFlags, type SidecarOptionKey } from './options.js';
+import { CAPACITY_BOUNDS, SIDECAR_OPTIONS, type RawFlags, type SidecarOptionKey } from './options.js';
 import { OptionReader, parseNatsServers, type Env } from '../../platform/config/option-reader.js';
 import { readFileSync } from 'node:fs';
 import { fromFile, readConfigFile } from './config-file.js';
@@ -315,10 +315,10 @@ function parseLoadConfig(read: Reader): LoadConfig {
     scrapeIntervalMs: read.integer('scrapeIntervalMs', 10, 600_000),
     generateWire: read.choice('generateWire', GENERATE_WIRES),
     trackOutputBlocks: read.boolean('trackOutputBlocks'),
-    kvTotalBlocks: read.integer('kvTotalBlocks', 1, Number.MAX_SAFE_INTEGER),
-    kvBlockSize: read.integer('kvBlockSize', 1, 1 << 20),
-    maxNumBatchedTokens: read.integer('maxNumBatchedTokens', 1, Number.MAX_SAFE_INTEGER),
-    dataParallelSize: read.integer('dataParallelSize', 1, 1024),
+    kvTotalBlocks: read.integer('kvTotalBlocks', CAPACITY_BOUNDS.kvTotalBlocks.min, CAPACITY_BOUNDS.kvTotalBlocks.max),
+    kvBlockSize: read.integer('kvBlockSize', CAPACITY_BOUNDS.kvBlockSize.min, CAPACITY_BOUNDS.kvBlockSize.max),
+    maxNumBatchedTokens: read.integer('maxNumBatchedTokens', CAPACITY_BOUNDS.maxNumBatchedTokens.min, CAPACITY_BOUNDS.maxNumBatchedTokens.max),
+    dataParallelSize: read.integer('dataParallelSize', CAPACITY_BOUNDS.dataParallelSize.min, CAPACITY_BOUNDS.dataParallelSize.max),
     setByOperator: { kvBlockSize: read.raw('kvBlockSize') !== undefined, dataParallelSize: read.raw('dataParallelSize') !== undefined },
     servedModelName: parseServedModelName(read),
     natsServers: parseNatsServers(read),

@@ -10,14 +10,16 @@
  * so the engine's own scheduler queue holds the extra half and the sidecar's queue the rest. It
  * follows the engine across reconnects (a restarted engine may have another max_num_seqs). An
  * engine that does not tell leaves the limit at AUTO_FALLBACK_LIMIT, with one warning that says
- * to set a number.
+ * to set a number. max_num_seqs is held to --engine-request-limit's range where it is learned
+ * (learned-bounds.ts), and N to the same range, so that N x 1.5 past 2^53 cannot make an N the
+ * admin API would refuse back.
  */
 import type { Logger } from '../../platform/log.js';
-import { AUTO_FALLBACK_LIMIT, AUTO_LIMIT_FACTOR } from '../config/sidecar-config.js';
+import { AUTO_FALLBACK_LIMIT, AUTO_LIMIT_FACTOR, LIVE_SETTINGS } from '../config/sidecar-config.js';
 import type { EngineDiscovery } from './engine-discovery.js';
 
 export function autoEngineRequestLimit(maxRunningRequests: number): number {
-  return Math.ceil(AUTO_LIMIT_FACTOR * maxRunningRequests);
+  return Math.min(LIVE_SETTINGS.engineRequestLimit.max, Math.ceil(AUTO_LIMIT_FACTOR * maxRunningRequests));
 }
 
 /** Calls `apply` with each new limit the engine's capacity gives; returns the unsubscribe. */

@@ -13,12 +13,14 @@
  * Listeners hear the facts merged so far after each answer (a later answer wins per fact), with
  * `complete` set on the round's last one. Every new connection to the engine after the first
  * (a restart, a network break, a GOAWAY) starts a new round once the current one is complete;
- * facts from the old one are kept until replaced.
+ * facts from the old one are kept until replaced. A capacity fact out of its flag's range is
+ * not learned (learned-bounds.ts): the last good value stands, and the field is warned about once.
  */
 import { factQuestions, type EngineFacts } from '../../protocol/engine/engine-facts.js';
 import type { GenerateWire } from '../../protocol/engine/generate-wire.js';
 import type { Logger } from '../../platform/log.js';
 import { EngineQuestion, type QuestionedEngine } from './engine-question.js';
+import { LearnedValueCheck } from './learned-bounds.js';
 
 export type EngineFactsListener = (facts: Readonly<EngineFacts>, round: { readonly complete: boolean; readonly round: number }) => void;
 
@@ -39,8 +41,11 @@ export class EngineDiscovery {
   private unsubscribe: (() => void) | undefined;
   private readonly listeners = new Set<EngineFactsListener>();
   private readonly unimplementedWarned = new Set<string>();
+  private readonly bounds: LearnedValueCheck;
 
-  constructor(private readonly options: EngineDiscoveryOptions) {}
+  constructor(private readonly options: EngineDiscoveryOptions) {
+    this.bounds = new LearnedValueCheck(options.logger);
+  }
 
   /** The facts learned so far (merged over rounds). */
   get known(): Readonly<EngineFacts> {
@@ -104,7 +109,7 @@ export class EngineDiscovery {
             } else {
               let learned: EngineFacts;
               try {
-                learned = question.read(body);
+                learned = question.read(body, (fact, field, value) => this.bounds.accept(fact, field, value));
               } catch (err) {
                 throw new Error(`undecodable ${question.rpc} answer: ${(err as Error).message}`);
               }

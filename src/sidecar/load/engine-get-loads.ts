@@ -19,9 +19,10 @@
  *   round(token_usage * --kv-total-blocks) when that flag is set, else unknown; the ratio is
  *   kept either way (dynamo_sidecar_engine_kv_usage_ratio).
  * - num_running_reqs / num_waiting_reqs as running / waiting.
+ * - kvTotalBlocks goes to `accept` (the range of --kv-total-blocks): one refused is left out.
  */
 import { ENGINE_PATHS, type GenerateWire } from '../../protocol/engine/generate-wire.js';
-import { sglangJsonInfo } from '../../protocol/engine/engine-facts.js';
+import { ANY_POSITIVE, sglangJsonInfo, type AcceptFact } from '../../protocol/engine/engine-facts.js';
 import { vllmEngineMessage, type GetLoadsResponseMessage, type SchedulerLoadMessage } from '../../protocol/engine/engine-proto.js';
 import { GrpcStatus, statusName } from '../../protocol/grpc/status.js';
 import { unaryCall, type OpenStream } from '../../protocol/grpc/unary-call.js';
@@ -51,14 +52,15 @@ export function getLoadsReader(options: GetLoadsReaderOptions): LoadRead {
   if (path === undefined) throw new Error(`--generate-wire ${options.wire} has no load RPC`);
   const decode =
     options.wire === 'sglang-native'
-      ? (body: Buffer, blockSize: number, kvTotalBlocks: number | undefined) => schedulerLoads(sglangLoads(body), blockSize, kvTotalBlocks)
+      ? (body: Buffer, blockSize: number, kvTotalBlocks: number | undefined, accept: AcceptFact) =>
+          schedulerLoads(sglangLoads(body), blockSize, kvTotalBlocks, accept)
       : decodeGetLoads;
-  return async (signal) => {
+  return async (signal, accept = ANY_POSITIVE) => {
     const outcome = await unaryCall(options.open, path, EMPTY_REQUEST, { timeoutMs: options.timeoutMs, signal });
     if (outcome.status === GrpcStatus.UNIMPLEMENTED) throw new LoadSourceUnsupportedError(`${path}: UNIMPLEMENTED ${outcome.message}`.trim());
     if (outcome.status !== GrpcStatus.OK) throw new ScrapeError(`${path}: ${statusName(outcome.status)} ${outcome.message}`.trim());
     try {
-      return decode(outcome.body ?? Buffer.alloc(0), options.kvBlockSize, options.kvTotalBlocks());
+      return decode(outcome.body ?? Buffer.alloc(0), options.kvBlockSize, options.kvTotalBlocks(), accept);
     } catch (err) {
       throw new ScrapeError(`${path}: undecodable GetLoadsResponse: ${(err as Error).message}`);
     }
@@ -71,9 +73,14 @@ export function getLoadsResponse(body: Buffer): GetLoadsResponseMessage {
 }
 
 /** A GetLoadsResponse's bytes to per-rank loads; throws on bytes that are not one. */
-export function decodeGetLoads(body: Buffer, blockSize: number, kvTotalBlocks: number | undefined): { ranks: Map<number, ScrapedLoad>; problems: string[] } {
+export function decodeGetLoads(
+  body: Buffer,
+  blockSize: number,
+  kvTotalBlocks: number | undefined,
+  accept?: AcceptFact,
+): { ranks: Map<number, ScrapedLoad>; problems: string[] } {
   const response = getLoadsResponse(body);
-  return schedulerLoads(response.loads ?? [], blockSize, kvTotalBlocks);
+  return schedulerLoads(response.loads ?? [], blockSize, kvTotalBlocks, accept);
 }
 
 /**
@@ -110,6 +117,7 @@ export function schedulerLoads(
   loads: readonly SchedulerLoadMessage[],
   blockSize: number,
   kvTotalBlocks: number | undefined,
+  accept: AcceptFact = ANY_POSITIVE,
 ): { ranks: Map<number, ScrapedLoad>; problems: string[] } {
   const ranks = new Map<number, ScrapedLoad>();
   const problems: string[] = [];
@@ -120,9 +128,12 @@ export function schedulerLoads(
     }
     const scraped: ScrapedLoad = { running: Math.max(0, load.num_running_reqs), waiting: Math.max(0, load.num_waiting_reqs) };
     if (Number.isFinite(load.token_usage) && load.token_usage >= 0 && load.token_usage <= 1) scraped.kvUsagePerc = load.token_usage;
-    if (load.max_total_num_tokens > 0) {
-      scraped.kvTotalBlocks = Math.floor(load.max_total_num_tokens / blockSize);
-      scraped.kvUsedBlocks = Math.min(scraped.kvTotalBlocks, Math.ceil(Math.max(0, load.num_used_tokens) / blockSize));
+    // 0 is "not reported"; anything else is judged, so a negative or huge total is refused rather than dropped unseen.
+    const total =
+      load.max_total_num_tokens === 0 ? undefined : accept('kvTotalBlocks', 'max_total_num_tokens', Math.floor(load.max_total_num_tokens / blockSize));
+    if (total !== undefined) {
+      scraped.kvTotalBlocks = total;
+      scraped.kvUsedBlocks = Math.min(total, Math.ceil(Math.max(0, load.num_used_tokens) / blockSize));
     } else if (scraped.kvUsagePerc !== undefined && kvTotalBlocks !== undefined) {
       scraped.kvUsedBlocks = Math.round(scraped.kvUsagePerc * kvTotalBlocks);
     }

@@ -19,7 +19,10 @@
  *   used = ceil(num_used_tokens / page_size), perc = token_usage or used/max tokens.
  * - trtllm-triton: block metric types max/used/free/tokens_per; used falls back to max - free.
  * - trtllm-serve: utilization, max_blocks, tokens_per_block; used = round(util * max).
+ * Total blocks and block size go to `accept` too (the sidecar holds them to their flags' ranges),
+ * named by series and label without the rank, so a refused one is said once, not once per rank.
  */
+import { ANY_POSITIVE, type AcceptFact, type BoundedFact } from '../../protocol/engine/engine-facts.js';
 import type { EngineMetricsFormat, EngineMetricsFormatOption } from '../../protocol/engine/metrics-formats.js';
 import { parsePrometheusText, type Sample } from './prometheus-text.js';
 
@@ -58,7 +61,7 @@ export function detectFormat(samples: readonly Sample[]): EngineMetricsFormat | 
   return best;
 }
 
-export function parseEngineMetrics(text: string, format: EngineMetricsFormatOption = 'auto'): EngineMetricsResult {
+export function parseEngineMetrics(text: string, format: EngineMetricsFormatOption = 'auto', accept: AcceptFact = ANY_POSITIVE): EngineMetricsResult {
   const { samples, problems } = parsePrometheusText(text);
   const chosen = format === 'auto' ? detectFormat(samples) : format;
   if (chosen === undefined) {
@@ -68,7 +71,7 @@ export function parseEngineMetrics(text: string, format: EngineMetricsFormatOpti
   const index = new RankIndex(samples, problems);
   const ranks = new Map<number, ScrapedLoad>();
   for (const rank of index.ranks()) {
-    const view = new RankView(index, rank, problems);
+    const view = new RankView(index, rank, problems, accept);
     ranks.set(rank, MAPPERS[chosen](view));
   }
   return { format: chosen, ranks, problems };
@@ -108,7 +111,8 @@ class RankIndex {
   }
 }
 
-type Check = 'count' | 'ratio' | 'positive';
+/** A capacity (BoundedFact) is positive and then judged by `accept`. */
+type Check = 'count' | 'ratio' | BoundedFact;
 
 /** Typed, validated reads for one rank; every failed read explains itself once in problems. */
 class RankView {
@@ -116,6 +120,7 @@ class RankView {
     private readonly index: RankIndex,
     readonly rank: number,
     private readonly problems: string[],
+    private readonly accept: AcceptFact,
   ) {}
 
   /** Value of the single series `name` (matching `labels` if given), or undefined plus a problem. */
@@ -127,7 +132,7 @@ class RankView {
       return undefined;
     }
     if (found.length > 1) this.problems.push(`${what}: ${found.length} series, using the last`);
-    return this.checked(what, found[found.length - 1]!.value, check);
+    return this.checked(what, found[found.length - 1]!.value, check, () => `${name}${Object.keys(labels).length ? JSON.stringify(labels) : ''}`);
   }
 
   /** A numeric label of an info-style series (value 1), e.g. cache_config_info{num_gpu_blocks}. */
@@ -139,17 +144,24 @@ class RankView {
       if (required) this.problems.push(`${what}: ${found.length === 0 ? 'series missing' : 'label missing'}`);
       return undefined;
     }
-    return this.checked(what, Number(raw), check);
+    return this.checked(what, Number(raw), check, () => `${name}{${label}}`);
   }
 
   has(name: string): boolean {
     return this.index.find(this.rank, (s) => s.name === name).length > 0;
   }
 
-  private checked(what: string, v: number, check: Check): number | undefined {
-    const ok = Number.isFinite(v) && (check === 'ratio' ? v >= 0 && v <= 1 : check === 'positive' ? v > 0 : v >= 0);
+  /** `field`: the series without its rank, as the engine's name for a capacity. */
+  private checked(what: string, v: number, check: Check, field: () => string): number | undefined {
+    if (check !== 'count' && check !== 'ratio') {
+      // 0 is "not told", as on the RPC wires; anything else (negative, NaN, huge) is the range check's to refuse.
+      const accepted = v === 0 ? undefined : this.accept(check, field(), v);
+      if (accepted === undefined) this.problems.push(`${what}: value ${v} is not a usable ${check}`);
+      return accepted;
+    }
+    const ok = Number.isFinite(v) && (check === 'ratio' ? v >= 0 && v <= 1 : v >= 0);
     if (!ok) {
-      this.problems.push(`${what}: value ${v} is not ${check === 'ratio' ? 'a ratio in 0..1' : check === 'positive' ? 'positive' : 'a count'}`);
+      this.problems.push(`${what}: value ${v} is not ${check === 'ratio' ? 'a ratio in 0..1' : 'a count'}`);
       return undefined;
     }
     return v;
@@ -161,8 +173,8 @@ const MAPPERS: Record<EngineMetricsFormat, (v: RankView) => ScrapedLoad> = {
     // vLLM before v1 called it gpu_cache_usage_perc.
     const percName = v.has('vllm:kv_cache_usage_perc') || !v.has('vllm:gpu_cache_usage_perc') ? 'vllm:kv_cache_usage_perc' : 'vllm:gpu_cache_usage_perc';
     const perc = v.value(percName, 'ratio');
-    const total = v.label('vllm:cache_config_info', 'num_gpu_blocks', 'positive');
-    const blockSize = v.label('vllm:cache_config_info', 'block_size', 'positive');
+    const total = v.label('vllm:cache_config_info', 'num_gpu_blocks', 'kvTotalBlocks');
+    const blockSize = v.label('vllm:cache_config_info', 'block_size', 'kvBlockSize');
     return clean({
       kvUsagePerc: perc,
       kvTotalBlocks: total,
@@ -173,10 +185,11 @@ const MAPPERS: Record<EngineMetricsFormat, (v: RankView) => ScrapedLoad> = {
     });
   },
   sglang(v) {
-    const page = v.label('sglang:cache_config_info', 'page_size', 'positive');
-    const pages = v.label('sglang:cache_config_info', 'num_pages', 'positive', false);
+    const page = v.label('sglang:cache_config_info', 'page_size', 'kvBlockSize');
+    const pages = v.label('sglang:cache_config_info', 'num_pages', 'kvTotalBlocks', false);
     const usedTokens = v.value('sglang:num_used_tokens', 'count');
-    const maxTokens = v.value('sglang:max_total_num_tokens', 'positive');
+    // Tokens, held to a block count's range (there are fewer blocks than tokens).
+    const maxTokens = v.value('sglang:max_total_num_tokens', 'kvTotalBlocks');
     const usage = v.value('sglang:token_usage', 'ratio', {}, false);
     const total = pages ?? (page !== undefined && maxTokens !== undefined ? Math.floor(maxTokens / page) : undefined);
     return clean({
@@ -190,7 +203,7 @@ const MAPPERS: Record<EngineMetricsFormat, (v: RankView) => ScrapedLoad> = {
   },
   'trtllm-triton'(v) {
     const metric = 'nv_trt_llm_kv_cache_block_metrics';
-    const max = v.value(metric, 'positive', { kv_cache_block_type: 'max' });
+    const max = v.value(metric, 'kvTotalBlocks', { kv_cache_block_type: 'max' });
     const free = v.value(metric, 'count', { kv_cache_block_type: 'free' }, false);
     const used =
       v.value(metric, 'count', { kv_cache_block_type: 'used' }, free === undefined) ??
@@ -199,17 +212,17 @@ const MAPPERS: Record<EngineMetricsFormat, (v: RankView) => ScrapedLoad> = {
       kvTotalBlocks: max,
       kvUsedBlocks: used,
       kvUsagePerc: used !== undefined && max !== undefined ? Math.min(1, used / max) : undefined,
-      blockSize: v.value(metric, 'positive', { kv_cache_block_type: 'tokens_per' }),
+      blockSize: v.value(metric, 'kvBlockSize', { kv_cache_block_type: 'tokens_per' }),
     });
   },
   'trtllm-serve'(v) {
     const util = v.value('trtllm_kv_cache_utilization', 'ratio');
-    const max = v.value('trtllm_kv_cache_max_blocks', 'positive');
+    const max = v.value('trtllm_kv_cache_max_blocks', 'kvTotalBlocks');
     return clean({
       kvUsagePerc: util,
       kvTotalBlocks: max,
       kvUsedBlocks: util !== undefined && max !== undefined ? Math.round(util * max) : undefined,
-      blockSize: v.value('trtllm_kv_cache_tokens_per_block', 'positive'),
+      blockSize: v.value('trtllm_kv_cache_tokens_per_block', 'kvBlockSize'),
     });
   },
 };

@@ -20,16 +20,21 @@
  * - A reader that throws {@link LoadSourceUnsupportedError} (the engine answered that it has no
  *   such source, e.g. UNIMPLEMENTED) stops the polling for good: `unsupported` and `stale` are
  *   true, one warning is logged, onUpdate runs once.
+ * - A capacity the engine reports out of its flag's range (kv_total_blocks, block size) is left
+ *   out of the rank's load, so the flag or the engine's word at discovery stands; each such field
+ *   is warned about once for the scraper's lifetime, not every poll (learned-bounds.ts).
  */
 import type { Logger } from '../../platform/log.js';
 import { DEFAULT_ENGINE_METRICS_FORMAT } from '../config/sidecar-config.js';
 import type { EngineMetricsFormatOption } from '../../protocol/engine/metrics-formats.js';
+import type { AcceptFact } from '../../protocol/engine/engine-facts.js';
 import { parseEngineMetrics, type EngineMetricsResult, type ScrapedLoad } from './engine-metrics-reader.js';
+import { LearnedValueCheck } from './learned-bounds.js';
 
 export type FetchText = (url: string, signal: AbortSignal) => Promise<string>;
 
-/** One read of the engine's load; throws ScrapeError (or anything) for a failed read. */
-export type LoadRead = (signal: AbortSignal) => Promise<Pick<EngineMetricsResult, 'ranks' | 'problems'>>;
+/** One read of the engine's load, its capacity figures judged by `accept`; throws ScrapeError (or anything) for a failed read. */
+export type LoadRead = (signal: AbortSignal, accept?: AcceptFact) => Promise<Pick<EngineMetricsResult, 'ranks' | 'problems'>>;
 
 export interface EngineScraperOptions {
   /** The metrics URL; with `read`, only a name for logs. */
@@ -93,6 +98,7 @@ export class EngineScraper {
   private readonly logger: Logger;
   private readonly onUpdate: () => void;
   private readonly now: () => number;
+  private readonly bounds: LearnedValueCheck;
 
   private state: 'unknown' | 'fresh' | 'stale' | 'unsupported' = 'unknown';
   private latest: ReadonlyMap<number, ScrapedLoad> = new Map();
@@ -113,8 +119,9 @@ export class EngineScraper {
     this.timeoutMs = options.timeoutMs ?? defaultReadTimeoutMs(this.intervalMs);
     const format = options.format ?? DEFAULT_ENGINE_METRICS_FORMAT;
     const fetchText = options.fetchText ?? defaultFetchText;
-    this.read = options.read ?? (async (signal) => parseEngineMetrics(await fetchText(this.url, signal), format));
+    this.read = options.read ?? (async (signal, accept) => parseEngineMetrics(await fetchText(this.url, signal), format, accept));
     this.logger = options.logger;
+    this.bounds = new LearnedValueCheck(options.logger);
     this.onUpdate = options.onUpdate ?? (() => {});
     this.now = options.now ?? Date.now;
   }
@@ -157,7 +164,7 @@ export class EngineScraper {
     this.inFlight = controller;
     const signal = AbortSignal.any([controller.signal, AbortSignal.timeout(this.timeoutMs)]);
     try {
-      const result = await this.read(signal);
+      const result = await this.read(signal, (fact, field, value) => this.bounds.accept(fact, field, value));
       this.lastProblems = result.problems;
       const usable = [...result.ranks.values()].some((r) => r.kvUsedBlocks !== undefined || r.kvUsagePerc !== undefined);
       if (!usable) throw new ScrapeError(result.problems[result.problems.length - 1] ?? 'no KV-cache numbers in the metrics');

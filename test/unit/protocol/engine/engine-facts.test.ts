@@ -2,14 +2,26 @@
 // the upstream field numbers (vLLM's control.proto at 1f9444a3, SMG's vllm_engine.proto, SGLang's
 // runtime/v1 JSON keys), never produced by this project's .proto files.
 import { describe, expect, it } from 'vitest';
-import { factQuestions } from '../../../../src/protocol/engine/engine-facts.js';
+import { factQuestions, type AcceptFact, type BoundedFact } from '../../../../src/protocol/engine/engine-facts.js';
 import type { GenerateWire } from '../../../../src/protocol/engine/generate-wire.js';
 import { bytes, msg, num, str } from '../../../support/proto-bytes.js';
 
-function read(wire: GenerateWire, rpc: string, body: Buffer) {
+function read(wire: GenerateWire, rpc: string, body: Buffer, accept?: AcceptFact) {
   const question = factQuestions(wire).find((q) => q.rpc === rpc);
   if (!question) throw new Error(`${wire} asks no ${rpc}`);
-  return question.read(body);
+  return question.read(body, accept);
+}
+
+/** An accept that refuses the fields named in `refuse` and records every question it was asked. */
+function judge(refuse: readonly string[] = []): { accept: AcceptFact; asked: [BoundedFact, string, number][] } {
+  const asked: [BoundedFact, string, number][] = [];
+  return {
+    asked,
+    accept: (fact, field, value) => {
+      asked.push([fact, field, value]);
+      return refuse.includes(field) ? undefined : value;
+    },
+  };
 }
 
 describe('factQuestions', () => {
@@ -124,5 +136,65 @@ describe("SMG's GetModelInfo and GetLoads", () => {
     const rank = (r: number, max: number): number[] => bytes(4, [...(r ? num(1, r) : []), ...num(2, 1), ...(max ? num(11, max) : [])]);
     expect(read('vllm', 'GetLoads', msg(num(3, 2), rank(0, 64), rank(1, 64)))).toEqual({ maxRunningRequests: 128, dataParallelSize: 2 });
     expect(read('vllm', 'GetLoads', msg(num(3, 1), rank(0, 0)))).toEqual({ dataParallelSize: 1 });
+  });
+});
+
+describe('the range check: every capacity value goes to accept under the engine field name', () => {
+  it("vLLM's own GetServerInfo: each field as sent (a negative uint64 as the huge number it is), then max_num_seqs over the ranks", () => {
+    const { accept, asked } = judge();
+    const answer = msg(bytes(4, num(3, 2)), num(6, 16), num(7, -1), num(8, 2 ** 40), num(9, 4096));
+    expect(read('vllm-native', 'Control/GetServerInfo', answer, accept)).toMatchObject({ maxRunningRequests: 2 ** 41, dataParallelSize: 2 });
+    expect(asked).toEqual([
+      ['dataParallelSize', 'data_parallel_size', 2],
+      ['kvTotalBlocks', 'total_kv_blocks', 2 ** 64],
+      ['maxRunningRequests', 'max_running_requests', 2 ** 40],
+      ['kvBlockSize', 'kv_block_size', 16],
+      ['maxRunningRequests', 'max_running_requests x data_parallel_size', 2 ** 41],
+      ['maxNumBatchedTokens', 'max_batched_tokens', 4096],
+    ]);
+  });
+
+  it("vLLM's own GetServerInfo: a refused dp size leaves the per-rank blocks and max_num_seqs unknown too; zeros are not asked about", () => {
+    const { accept, asked } = judge(['data_parallel_size']);
+    const answer = msg(bytes(4, num(3, 2 ** 13)), num(6, 0), num(7, 100), num(8, 2 ** 40));
+    expect(read('vllm-native', 'Control/GetServerInfo', answer, accept)).toEqual({});
+    expect(asked.map(([, field]) => field)).toEqual(['data_parallel_size', 'total_kv_blocks', 'max_running_requests']);
+  });
+
+  it("SMG's GetLoads: each rank's max_running_requests, their sum and dp_rank_count; a refused rank leaves the sum unknown", () => {
+    const rank = (r: number, max: number): number[] => bytes(4, [...(r ? num(1, r) : []), ...num(11, max)]);
+    const { accept, asked } = judge();
+    expect(read('vllm', 'GetLoads', msg(num(3, 2), rank(0, 3), rank(1, 4)), accept)).toEqual({ maxRunningRequests: 7, dataParallelSize: 2 });
+    expect(asked).toEqual([
+      ['maxRunningRequests', 'max_running_requests', 3],
+      ['maxRunningRequests', 'max_running_requests', 4],
+      ['maxRunningRequests', 'max_running_requests summed over ranks', 7],
+      ['dataParallelSize', 'dp_rank_count', 2],
+    ]);
+    expect(read('vllm', 'GetLoads', msg(num(3, -1), rank(0, 3), rank(1, -4)), (_fact, _field, value) => (value > 0 ? value : undefined))).toEqual({});
+  });
+
+  it("SGLang's own GetServerInfo: JSON numbers as sent; a refused page size leaves the blocks unknown", () => {
+    const info = {
+      page_size: 2 ** 31 - 1,
+      max_total_num_tokens: 2 ** 63,
+      max_running_requests: -1,
+      max_prefill_tokens: 8192,
+      dp_size: 4,
+      enable_dp_attention: true,
+    };
+    const { accept, asked } = judge(['page_size']);
+    expect(read('sglang-native', 'GetServerInfo', msg(str(1, JSON.stringify(info))), accept)).toEqual({
+      maxRunningRequests: -1,
+      maxNumBatchedTokens: 8192,
+      dataParallelSize: 4,
+    });
+    expect(asked).toEqual([
+      ['kvBlockSize', 'page_size', 2 ** 31 - 1],
+      ['kvTotalBlocks', 'max_total_num_tokens', 2 ** 63],
+      ['maxRunningRequests', 'max_running_requests', -1],
+      ['maxNumBatchedTokens', 'max_prefill_tokens', 8192],
+      ['dataParallelSize', 'dp_size', 4],
+    ]);
   });
 });

@@ -4,7 +4,10 @@ import { loadSync, type MessageTypeDefinition } from '@grpc/proto-loader';
 import { afterEach, describe, expect, it } from 'vitest';
 import { PROTO_DIR } from '../../../../src/protocol/proto-path.js';
 import { GrpcStatus } from '../../../../src/protocol/grpc/status.js';
+import { settingsJson } from '../../../../src/sidecar/admission/admission-control.js';
+import { admissionSettingsOf, parseSidecarConfig } from '../../../../src/sidecar/config/sidecar-config.js';
 import { autoEngineRequestLimit, followEngineCapacity } from '../../../../src/sidecar/load/engine-capacity.js';
+import { parseChange } from '../../../../src/sidecar/system/admin-api.js';
 import { EngineDiscovery } from '../../../../src/sidecar/load/engine-discovery.js';
 import { UpstreamPool } from '../../../../src/sidecar/proxy/upstream.js';
 import { startFakeEngineRpc, type RpcAnswer } from '../../../support/fake-engine-rpc.js';
@@ -30,6 +33,14 @@ describe('autoEngineRequestLimit', () => {
     [1, 2],
   ])('max_running_requests %i: %i', (maxRunning, limit) => {
     expect(autoEngineRequestLimit(maxRunning)).toBe(limit);
+  });
+
+  it("stays within --engine-request-limit's range, so that GET /admission's settings are a PUT it accepts", () => {
+    const limit = autoEngineRequestLimit(Number.MAX_SAFE_INTEGER);
+    expect(limit).toBe(Number.MAX_SAFE_INTEGER);
+    expect(autoEngineRequestLimit(2 ** 40 * 2 ** 13)).toBe(Number.MAX_SAFE_INTEGER);
+    const settings = { ...admissionSettingsOf(parseSidecarConfig({ engineRequestLimit: 'auto' }, {})), engineRequestLimit: limit };
+    expect(parseChange(settingsJson(settings))).toEqual({ settings });
   });
 });
 

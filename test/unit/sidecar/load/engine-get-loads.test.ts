@@ -96,6 +96,26 @@ describe('schedulerLoads', () => {
     expect(problems).toEqual(['GetLoads entry with dp_rank -1 skipped']);
     expect(ranks.get(0)).toEqual({ kvTotalBlocks: 4, kvUsedBlocks: 0, running: 0, waiting: 0 });
   });
+
+  it('puts each total in blocks to the range check as max_total_num_tokens, and leaves a refused one out', () => {
+    const asked: unknown[] = [];
+    const refuseHuge = (fact: string, field: string, value: number): number | undefined => {
+      asked.push([fact, field, value]);
+      return Number.isSafeInteger(value) && value > 0 ? value : undefined;
+    };
+    const loads = [
+      load({ dp_rank: 0, max_total_num_tokens: 2 ** 63, token_usage: 0.5 }),
+      load({ dp_rank: 1, max_total_num_tokens: -16 }),
+      load({ dp_rank: 2 }),
+    ];
+    const { ranks } = schedulerLoads(loads, 16, 1000, refuseHuge);
+    expect(asked).toEqual([
+      ['kvTotalBlocks', 'max_total_num_tokens', 2 ** 59],
+      ['kvTotalBlocks', 'max_total_num_tokens', -1],
+    ]);
+    expect(ranks.get(0)).toEqual({ kvUsagePerc: 0.5, kvUsedBlocks: 500, running: 0, waiting: 0 });
+    expect(ranks.get(1)).not.toHaveProperty('kvTotalBlocks');
+  });
 });
 
 describe('getLoadsReader', () => {

@@ -97,6 +97,25 @@ describe('parseEngineMetrics', () => {
     ]);
   });
 
+  it('puts block counts and sizes to the range check, named without the rank, and leaves a refused one out with a reason', () => {
+    const asked: unknown[] = [];
+    const accept = (fact: string, field: string, value: number): number | undefined => {
+      asked.push([fact, field, value]);
+      return value <= 1024 ? value : undefined;
+    };
+    const text = [
+      'vllm:kv_cache_usage_perc{engine="0"} 0.5',
+      'vllm:kv_cache_usage_perc{engine="1"} 0.5',
+      'vllm:cache_config_info{block_size="2147483647",num_gpu_blocks="100"} 1',
+      '',
+    ].join('\n');
+    const r = parseEngineMetrics(text, 'vllm', accept);
+    expect(r.ranks.get(1)).toEqual({ kvUsagePerc: 0.5, kvTotalBlocks: 100, kvUsedBlocks: 50 });
+    expect(asked).toContainEqual(['kvBlockSize', 'vllm:cache_config_info{block_size}', 2 ** 31 - 1]);
+    expect(asked).toContainEqual(['kvTotalBlocks', 'vllm:cache_config_info{num_gpu_blocks}', 100]);
+    expect(r.problems).toContain('vllm:cache_config_info{block_size} (rank 1): value 2147483647 is not a usable kvBlockSize');
+  });
+
   it('reports missing KV series but still returns rank 0 with what it has', () => {
     const r = parseEngineMetrics(fixture('vllm-missing.txt'));
     expect(r.ranks.get(0)).toEqual({ running: 5, waiting: 1 });
