@@ -6,6 +6,7 @@
 import { ENGINE_PATHS, GENERATE_WIRES, type GenerateWire } from '../../protocol/engine/generate-wire.js';
 import { ENGINE_METRICS_FORMATS, type EngineMetricsFormatOption } from '../../protocol/engine/metrics-formats.js';
 import { EVENT_FORMATS, type EventFormat } from '../../protocol/dynamo-event.js';
+import { MAX_DP_RANKS } from '../../protocol/load-event.js';
 import type { LogLevel } from '../../platform/log.js';
 import { MAX_TIMER_MS } from '../../protocol/grpc/deadline.js';
 import { MAX_PRIORITY, MIN_PRIORITY } from '../../protocol/request-class.js';
@@ -155,9 +156,8 @@ export type RetryPushbackMode = (typeof RETRY_PUSHBACK_MODES)[number];
 /** Shortest admin token accepted: guessing 16 random characters is out of reach, a word is not. */
 export const MIN_ADMIN_TOKEN_LENGTH = 16;
 /**
- * The settings that change while the sidecar runs (admin API, SIGHUP), each with the range
- * every source is held to: flags, variables, the config file and the admin API's JSON.
- * The NULLABLE_SETTINGS may also be unset (admission off; no first-token limit).
+ * The settings that change while the sidecar runs (admin API, SIGHUP), each with the range every source is held to: flags, variables, the config file and the
+ * admin API's JSON. The NULLABLE_SETTINGS may also be unset (admission off; no first-token limit).
  */
 export const LIVE_SETTINGS = {
   engineRequestLimit: { min: 1, max: Number.MAX_SAFE_INTEGER },
@@ -318,7 +318,7 @@ function parseLoadConfig(read: Reader): LoadConfig {
     kvTotalBlocks: read.integer('kvTotalBlocks', 1, Number.MAX_SAFE_INTEGER),
     kvBlockSize: read.integer('kvBlockSize', 1, 1 << 20),
     maxNumBatchedTokens: read.integer('maxNumBatchedTokens', 1, Number.MAX_SAFE_INTEGER),
-    dataParallelSize: read.integer('dataParallelSize', 1, 1024),
+    dataParallelSize: read.integer('dataParallelSize', 1, MAX_DP_RANKS),
     setByOperator: { kvBlockSize: read.raw('kvBlockSize') !== undefined, dataParallelSize: read.raw('dataParallelSize') !== undefined },
     servedModelName: parseServedModelName(read),
     natsServers: parseNatsServers(read),
