@@ -10,6 +10,13 @@ export const DP_RANK_HEADER = 'x-data-parallel-rank';
 /** This project's first name for it, still read by sidecars (frontends send DP_RANK_HEADER). */
 export const LEGACY_DP_RANK_HEADER = 'x-dynamo-dp-rank';
 
+/**
+ * The most dp ranks one worker may have: the sidecar's --data-parallel-size bound, and how many
+ * ranks a frontend keeps per worker (more are refused, so one worker's reports cannot grow the
+ * frontend's memory, /metrics and the time each update takes without bound).
+ */
+export const MAX_DP_RANKS = 1024;
+
 /** Field names are the wire contract (Dynamo's ActiveLoad plus ours); do not rename. */
 export interface LoadEvent {
   worker_id: number;

@@ -4,6 +4,7 @@
  * and routable workers per model. Request metrics live in frontend-metrics.ts.
  */
 import { Counter, Gauge, type Registry } from 'prom-client';
+import { MAX_DP_RANKS } from '../../protocol/load-event.js';
 import type { RankReport } from './load-report.js';
 import type { WorkerRouter } from './router.js';
 import type { WorkerPool } from './worker-pool.js';
@@ -11,7 +12,7 @@ import type { WorkerPool } from './worker-pool.js';
 /** Counts kept by a load source, read at scrape time. */
 export interface LoadSourceStats {
   readonly source: 'nats' | 'push';
-  readonly stats: { readonly events: number; readonly invalid: number; readonly refused: number };
+  readonly stats: { readonly events: number; readonly invalid: number; readonly refused: number; readonly ranksRefused: number };
   readonly connected: boolean;
 }
 
@@ -34,6 +35,16 @@ export function registerWorkerMetrics(
         this.inc({ source, result: 'invalid' }, stats.invalid);
         this.inc({ source, result: 'refused' }, stats.refused);
       }
+    },
+  });
+  new Counter({
+    name: 'dynamo_frontend_load_ranks_refused_total',
+    help: `Rank reports refused, by source, because their worker already had the most ranks a worker may have (${MAX_DP_RANKS}), or past the first ${MAX_DP_RANKS} ranks of one push update; not in dynamo_frontend_load_events_total.`,
+    labelNames: ['source'],
+    registers: [registry],
+    collect() {
+      this.reset();
+      for (const { source, stats } of sources) this.inc({ source }, stats.ranksRefused);
     },
   });
   new Gauge({

@@ -7,6 +7,10 @@
  *   no report for > 3 beats -> its load is stale: unknown, which the busy rules treat as free
  *   no report for > 10 beats -> forgotten (NATS workers only; --worker ones stay, see below);
  *                              a rank silent that long while its worker reports others: dropped
+ * A worker holds at most MAX_DP_RANKS ranks: a report of a further rank is refused (counted on
+ * the worker) until silent ones are dropped. Applying a report costs O(1) amortized, however many
+ * ranks the worker has (issue 36: a rescan of every rank per report made one 20,000-rank update
+ * freeze the event loop for seconds).
  * While a source is down (NATS disconnected) its workers are neither stale-judged busy nor
  * forgotten: a broker outage must not empty the pool. On reconnect each gets a fresh window.
  *
@@ -22,6 +26,7 @@
  *   address answers), not by a NATS event (which does not).
  * A push-sourced worker whose stream is down is not routable until the stream is back.
  */
+import { MAX_DP_RANKS } from '../../protocol/load-event.js';
 import type { OverloadScope, RankReport } from './load-report.js';
 
 /** A request's class as the lease reads it (tenant undefined: anonymous, "" on the wire). */
@@ -80,6 +85,8 @@ export interface WorkerState {
    * report's predicted_ttft_ms cannot have seen yet (predicted-ttft routing, router.ts).
    */
   sentSinceReport: number;
+  /** Reports of a new rank refused because it had MAX_DP_RANKS already (its sources warn at the first). */
+  ranksRefused: number;
 }
 
 export interface WorkerPoolOptions {
@@ -93,6 +100,12 @@ export interface WorkerPoolOptions {
 export class WorkerPool {
   private readonly workers = new Map<string, WorkerState>();
   private readonly sourceDown = new Set<LoadSource>();
+  /**
+   * Each worker's ranks from least to most recently reported (a Map keeps insertion order; a
+   * report moves its rank to the end), so expiry looks only at the front. `ranks` itself stays in
+   * the order ranks first appeared, which routing's ties follow.
+   */
+  private readonly byReceipt = new WeakMap<WorkerState, Map<number, RankState>>();
 
   constructor(private readonly options: WorkerPoolOptions) {}
 
@@ -109,8 +122,9 @@ export class WorkerPool {
   }
 
   /**
-   * Applies one rank's report; undefined when it names a new worker and the pool is full. `address` overrides the advertised one (a --worker address is
-   * where this frontend actually reached the sidecar).
+   * Applies one rank's report; undefined when refused: it names a new worker and the pool is full, or a new rank of a
+   * worker that has MAX_DP_RANKS (then `ranksRefused` counts it). `address` overrides the advertised one (a --worker
+   * address is where this frontend actually reached the sidecar).
    */
   apply(report: RankReport, now: number, source: LoadSource, address?: string): WorkerState | undefined {
     let worker = this.workers.get(report.workerId);
@@ -132,8 +146,18 @@ export class WorkerPool {
         connected: true,
         inFlight: 0,
         sentSinceReport: 0,
+        ranksRefused: 0,
       };
       this.workers.set(report.workerId, worker);
+    }
+    let rank = worker.ranks.get(report.dpRank);
+    if (!rank) {
+      // Silent ranks go first: a worker whose ranks changed under the same worker_id gets room for its new ones.
+      this.dropSilentRanks(worker, now);
+      if (worker.ranks.size >= MAX_DP_RANKS) {
+        worker.ranksRefused++;
+        return undefined;
+      }
     }
     // A --worker address is where this frontend reached the sidecar: a NATS event's advertised one does not replace it.
     const keepAddress = source === 'nats' && worker.source === 'push' && worker.address !== undefined;
@@ -149,24 +173,45 @@ export class WorkerPool {
       worker.connected = true;
       worker.unreachableUntil = 0;
     }
-    const rank = worker.ranks.get(report.dpRank);
+    const order = this.receiptOrder(worker);
     if (rank) {
       rank.report = report;
       rank.receivedAt = now;
-    } else worker.ranks.set(report.dpRank, { report, receivedAt: now, inFlight: 0, inFlightBlocks: 0 });
+      order.delete(report.dpRank);
+    } else {
+      rank = { report, receivedAt: now, inFlight: 0, inFlightBlocks: 0 };
+      worker.ranks.set(report.dpRank, rank);
+    }
+    order.set(report.dpRank, rank);
     this.dropSilentRanks(worker, now);
     return worker;
+  }
+
+  private receiptOrder(worker: WorkerState): Map<number, RankState> {
+    let order = this.byReceipt.get(worker);
+    if (!order) {
+      order = new Map();
+      this.byReceipt.set(worker, order);
+    }
+    return order;
   }
 
   /**
    * Ranks silent for FORGET_AFTER_HEARTBEATS while the worker reports others are gone (its dp
    * size shrank across a restart under the same worker_id, or a stray event named the rank).
    * Kept, their unknown load would count as free for ever: the worker could never be busy,
-   * and the router would ask for the phantom rank.
+   * and the router would ask for the phantom rank. Oldest first, stopping at the first rank still
+   * heard from: each rank is looked at once per report of it, not once per report of any rank.
+   * (Should the wall clock step back, a rank stamped before the step holds the ones behind it
+   * until it expires: they are dropped that much later, never wrongly.)
    */
   private dropSilentRanks(worker: WorkerState, now: number): void {
-    for (const [index, rank] of worker.ranks) {
-      if (now - rank.receivedAt > FORGET_AFTER_HEARTBEATS * worker.heartbeatMs) worker.ranks.delete(index);
+    const order = this.receiptOrder(worker);
+    const window = FORGET_AFTER_HEARTBEATS * worker.heartbeatMs;
+    for (const [index, rank] of order) {
+      if (now - rank.receivedAt <= window) return;
+      order.delete(index);
+      worker.ranks.delete(index);
     }
   }
 

@@ -8,13 +8,14 @@
  * disconnected the pool is told the source is down: load from NATS workers counts as unknown
  * (free) and no worker is forgotten, so routing goes on, protected by the sidecars' own caps.
  * A malformed event, or one naming a new worker beyond --max-workers, is counted and logged
- * (the first, then one in 1000), never applied.
+ * (the first, then one in 1000), never applied; one naming a rank beyond its worker's
+ * MAX_DP_RANKS is counted (stats.ranksRefused) and logged once per worker.
  */
 import type { NatsConnection } from '@nats-io/transport-node';
 import type { Logger } from '../../platform/log.js';
 import { connectInBackground, type FirstConnect, type NatsConnectFn } from '../../platform/nats-first-connect.js';
 import type { NatsSecurity } from '../../platform/nats-security.js';
-import { loadSubject } from '../../protocol/load-event.js';
+import { loadSubject, MAX_DP_RANKS } from '../../protocol/load-event.js';
 import { InvalidLoadReportError, parseRankReport } from '../routing/load-report.js';
 import type { WorkerPool } from '../routing/worker-pool.js';
 
@@ -36,7 +37,7 @@ export interface NatsLoadSourceOptions {
 export class NatsLoadSource {
   readonly source = 'nats' as const;
   readonly subject: string;
-  readonly stats = { events: 0, invalid: 0, refused: 0, connects: 0, disconnects: 0 };
+  readonly stats = { events: 0, invalid: 0, refused: 0, ranksRefused: 0, connects: 0, disconnects: 0 };
   private nc: NatsConnection | undefined;
   private closing = false;
   private firstConnect: FirstConnect | undefined;
@@ -79,6 +80,17 @@ export class NatsLoadSource {
     }
     const known = this.options.pool.get(report.workerId) !== undefined;
     const worker = this.options.pool.apply(report, this.options.now(), 'nats');
+    const capped = worker === undefined && known ? this.options.pool.get(report.workerId) : undefined;
+    if (capped) {
+      this.stats.ranksRefused++;
+      if (capped.ranksRefused === 1)
+        this.options.logger.warn('ignoring dp ranks: more ranks than a worker may have', {
+          worker_id: capped.workerId,
+          source: 'nats',
+          max_ranks: MAX_DP_RANKS,
+        });
+      return;
+    }
     if (worker === undefined) {
       this.stats.refused++;
       if (this.stats.refused % 1000 === 1)

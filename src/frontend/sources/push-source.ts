@@ -9,24 +9,34 @@
  * that stays open but goes silent for 3 heartbeats is cancelled and reopened (a hung sidecar
  * must not look alive because its TCP connection is); silence is measured so that a stall of
  * this process's own event loop is not taken for it (silence-timer.ts).
+ *
+ * A worker has at most MAX_DP_RANKS ranks: an update's ranks past that many are skipped undecoded
+ * (watch-update.ts), and the pool refuses a rank beyond them spread over updates; both are counted
+ * (stats.ranksRefused) and warned about once per --worker address.
  */
 import * as grpc from '@grpc/grpc-js';
 import * as protoLoader from '@grpc/proto-loader';
 import { join } from 'node:path';
 import type { Logger } from '../../platform/log.js';
+import { MAX_DP_RANKS } from '../../protocol/load-event.js';
 import { PROTO_DIR } from '../../protocol/proto-path.js';
 import type { WorkerCredentials } from '../generate/worker-credentials.js';
 import { parseRankReport } from '../routing/load-report.js';
 import { STALE_AFTER_HEARTBEATS, type WorkerPool } from '../routing/worker-pool.js';
 import { SilenceTimer } from './silence-timer.js';
+import { boundedUpdateDecoder, type WatchUpdate } from './watch-update.js';
 
 interface WatchClient extends grpc.Client {
-  Watch(request: object, options?: grpc.CallOptions): grpc.ClientReadableStream<{ ranks: unknown[] }>;
+  Watch(request: object, options?: grpc.CallOptions): grpc.ClientReadableStream<WatchUpdate>;
 }
 
 let clientCtor: grpc.ServiceClientConstructor | undefined;
 
-/** Client constructor of dynamo.sidecar.v1.WorkerLoad (loaded once; u64 fields arrive as decimal strings, unset proto3 optionals stay absent). */
+/**
+ * Client constructor of dynamo.sidecar.v1.WorkerLoad (loaded once; u64 fields arrive as decimal
+ * strings, unset proto3 optionals stay absent; an update decodes to a WatchUpdate, at most
+ * MAX_DP_RANKS ranks). Its `service` also serves as a sidecar's in tests (the encoding is the proto's).
+ */
 export function workerLoadClientCtor(): grpc.ServiceClientConstructor {
   if (!clientCtor) {
     const definition = protoLoader.loadSync(join(PROTO_DIR, 'dynamo/sidecar/v1/worker_load.proto'), {
@@ -36,7 +46,11 @@ export function workerLoadClientCtor(): grpc.ServiceClientConstructor {
       oneofs: true,
     });
     const pkg = grpc.loadPackageDefinition(definition) as unknown as { dynamo: { sidecar: { v1: { WorkerLoad: grpc.ServiceClientConstructor } } } };
-    clientCtor = pkg.dynamo.sidecar.v1.WorkerLoad;
+    const watch = pkg.dynamo.sidecar.v1.WorkerLoad.service['Watch']!;
+    clientCtor = grpc.makeGenericClientConstructor(
+      { Watch: { ...watch, responseDeserialize: boundedUpdateDecoder(watch.responseDeserialize as (bytes: Buffer) => { ranks?: unknown[] }) } },
+      'WorkerLoad',
+    );
   }
   return clientCtor;
 }
@@ -57,7 +71,7 @@ export interface PushLoadSourceOptions {
 class WorkerWatch {
   private client: WatchClient;
   private clientGeneration: number;
-  private call: grpc.ClientReadableStream<{ ranks: unknown[] }> | undefined;
+  private call: grpc.ClientReadableStream<WatchUpdate> | undefined;
   private workerIds = new Set<string>();
   private retryTimer: NodeJS.Timeout | undefined;
   private readonly silence: SilenceTimer;
@@ -66,11 +80,13 @@ class WorkerWatch {
   private heartbeatMs: number;
   /** Logged once per outage, not per attempt. */
   private reportedDown = false;
+  /** Ranks beyond MAX_DP_RANKS are logged once per address (one sidecar, one worker), not per update. */
+  private warnedRanks = false;
 
   constructor(
     readonly address: string,
     private readonly options: PushLoadSourceOptions,
-    private readonly stats: { events: number; invalid: number; refused: number },
+    private readonly stats: PushLoadSource['stats'],
   ) {
     this.clientGeneration = options.credentials?.generation ?? 0;
     this.client = this.newClient();
@@ -109,13 +125,13 @@ class WorkerWatch {
     const call = this.client.Watch({});
     this.call = call;
     this.armSilence();
-    call.on('data', (update: { ranks?: unknown[] }) => {
+    call.on('data', (update: WatchUpdate) => {
       if (this.call !== call) return;
       this.failures = 0;
       this.armSilence();
       const now = this.options.now();
       const reported = new Set<string>();
-      for (const raw of update.ranks ?? []) {
+      for (const raw of update.ranks) {
         let report;
         try {
           report = parseRankReport(raw);
@@ -126,6 +142,13 @@ class WorkerWatch {
         }
         const known = this.options.pool.get(report.workerId) !== undefined;
         const worker = this.options.pool.apply(report, now, 'push', this.address);
+        if (worker === undefined && known) {
+          // A rank beyond the worker's MAX_DP_RANKS: the address still reports that worker.
+          this.stats.ranksRefused++;
+          reported.add(report.workerId);
+          this.warnRanks({ worker_id: report.workerId });
+          continue;
+        }
         if (worker === undefined) {
           this.stats.refused++;
           continue;
@@ -143,6 +166,10 @@ class WorkerWatch {
           });
           this.reportedDown = false;
         }
+      }
+      if (update.ranksSkipped > 0) {
+        this.stats.ranksRefused += update.ranksSkipped;
+        this.warnRanks({ ranks_in_update: update.ranks.length + update.ranksSkipped });
       }
       this.forgetReplaced(reported);
       this.options.onApplied?.();
@@ -168,6 +195,17 @@ class WorkerWatch {
         now_reported: [...reported],
       });
     }
+  }
+
+  private warnRanks(fields: Record<string, unknown>): void {
+    if (this.warnedRanks) return;
+    this.warnedRanks = true;
+    this.options.logger.warn('ignoring dp ranks: more ranks than a worker may have', {
+      address: this.address,
+      source: 'push',
+      max_ranks: MAX_DP_RANKS,
+      ...fields,
+    });
   }
 
   /** Silence is judged on the loop's own time (silence-timer.ts): a stall of this process is not the sidecar's silence. */
@@ -203,7 +241,7 @@ class WorkerWatch {
 
 export class PushLoadSource {
   readonly source = 'push' as const;
-  readonly stats = { events: 0, invalid: 0, refused: 0 };
+  readonly stats = { events: 0, invalid: 0, refused: 0, ranksRefused: 0 };
   private readonly watches: WorkerWatch[];
 
   constructor(options: PushLoadSourceOptions) {

@@ -6,7 +6,7 @@
  * sidecar-config.ts) the one the classes fall back to when built without a config.
  */
 import type { OptionSpec } from '../../platform/config/option-spec.js';
-import { LOAD_SUBJECT_OPTIONS } from '../../protocol/load-event.js';
+import { LOAD_SUBJECT_OPTIONS, MAX_DP_RANKS } from '../../protocol/load-event.js';
 import { NATS_SECURITY_OPTIONS } from '../../platform/nats-security.js';
 
 /** Demo mode (no upstream): the status line is on, this often, unless set otherwise. */
@@ -363,7 +363,8 @@ export const CAPACITY_BOUNDS = {
   kvTotalBlocks: { min: 1, max: Number.MAX_SAFE_INTEGER },
   kvBlockSize: { min: 1, max: 1 << 20 },
   maxNumBatchedTokens: { min: 1, max: Number.MAX_SAFE_INTEGER },
-  dataParallelSize: { min: 1, max: 1024 },
+  // The same cap as the frontend's on the ranks of one worker: one event per rank crosses.
+  dataParallelSize: { min: 1, max: MAX_DP_RANKS },
 } as const satisfies Partial<Record<SidecarOptionKey, { min: number; max: number }>>;
 
 /** Commander stores `--engine-request-limit` as `engineRequestLimit`; the table keys are those names. */

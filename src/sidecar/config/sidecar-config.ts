@@ -155,9 +155,8 @@ export type RetryPushbackMode = (typeof RETRY_PUSHBACK_MODES)[number];
 /** Shortest admin token accepted: guessing 16 random characters is out of reach, a word is not. */
 export const MIN_ADMIN_TOKEN_LENGTH = 16;
 /**
- * The settings that change while the sidecar runs (admin API, SIGHUP), each with the range
- * every source is held to: flags, variables, the config file and the admin API's JSON.
- * The NULLABLE_SETTINGS may also be unset (admission off; no first-token limit).
+ * The settings that change while the sidecar runs (admin API, SIGHUP), each with the range every source is held to: flags, variables, the config file and the
+ * admin API's JSON. The NULLABLE_SETTINGS may also be unset (admission off; no first-token limit).
  */
 export const LIVE_SETTINGS = {
   engineRequestLimit: { min: 1, max: Number.MAX_SAFE_INTEGER },

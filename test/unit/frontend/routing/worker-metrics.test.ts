@@ -26,7 +26,7 @@ function setup(sources: LoadSourceStats[] = [], summary = new Map<string, { work
 
 describe('registerWorkerMetrics', () => {
   it('counts load events by source and result, read from the live stats', async () => {
-    const stats = { events: 3, invalid: 1, refused: 2 };
+    const stats = { events: 3, invalid: 1, refused: 2, ranksRefused: 0 };
     const { values } = setup([{ source: 'nats', stats, connected: true }]);
     expect(await values('dynamo_frontend_load_events_total')).toEqual([
       { labels: { source: 'nats', result: 'applied' }, value: 3 },
@@ -37,9 +37,23 @@ describe('registerWorkerMetrics', () => {
     expect((await values('dynamo_frontend_load_events_total'))[0]!.value).toBe(10);
   });
 
+  it('counts rank reports refused beyond the per-worker rank cap, by source, read from the live stats', async () => {
+    const nats = { events: 0, invalid: 0, refused: 0, ranksRefused: 76 };
+    const push = { events: 0, invalid: 0, refused: 0, ranksRefused: 0 };
+    const { values } = setup([
+      { source: 'nats', stats: nats, connected: true },
+      { source: 'push', stats: push, connected: true },
+    ]);
+    push.ranksRefused = 18_976;
+    expect(await values('dynamo_frontend_load_ranks_refused_total')).toEqual([
+      { labels: { source: 'nats' }, value: 76 },
+      { labels: { source: 'push' }, value: 18_976 },
+    ]);
+  });
+
   it('reports NATS as connected or not, and push as the number of connected --worker streams', async () => {
-    const nats = { source: 'nats' as const, stats: { events: 0, invalid: 0, refused: 0 }, connected: false };
-    const push = { source: 'push' as const, stats: { events: 0, invalid: 0, refused: 0 }, connected: true };
+    const nats = { source: 'nats' as const, stats: { events: 0, invalid: 0, refused: 0, ranksRefused: 0 }, connected: false };
+    const push = { source: 'push' as const, stats: { events: 0, invalid: 0, refused: 0, ranksRefused: 0 }, connected: true };
     const { pool, values } = setup([nats, push]);
     pool.apply(parseRankReport({ worker_id: 1 }), 0, 'push', 'a:1');
     pool.apply(parseRankReport({ worker_id: 2 }), 0, 'push', 'b:1');

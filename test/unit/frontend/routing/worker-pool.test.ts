@@ -98,6 +98,68 @@ describe('WorkerPool.apply', () => {
   });
 });
 
+/** The per-worker rank cap the docs give (MAX_DP_RANKS, the sidecar's --data-parallel-size bound). */
+const CAP = 1024;
+
+/** Counts the reads of `state[key]` from now on (reads and writes keep working). */
+function countReads(state: object, key: string, onRead: () => void): void {
+  let value: unknown = (state as Record<string, unknown>)[key];
+  Object.defineProperty(state, key, {
+    get: () => {
+      onRead();
+      return value;
+    },
+    set: (next: unknown) => void (value = next),
+    enumerable: true,
+    configurable: true,
+  });
+}
+
+describe('WorkerPool ranks per worker', () => {
+  const limit = FORGET_AFTER_HEARTBEATS * HEARTBEAT;
+
+  it('keeps at most 1,024: a report of one more rank is refused, counted on the worker and changes nothing, while its ranks still update', () => {
+    const workers = pool();
+    for (let rank = 0; rank < CAP; rank++) workers.apply(report({ dp_rank: rank }), 0, 'nats');
+    expect(workers.apply(report({ dp_rank: CAP, draining: true }), 1, 'nats')).toBeUndefined();
+    expect(workers.apply(report({ dp_rank: 65535 }), 1, 'nats')).toBeUndefined();
+    const worker = workers.get('1')!;
+    expect(worker.ranks.size).toBe(CAP);
+    expect(worker.ranks.has(CAP)).toBe(false);
+    expect(worker).toMatchObject({ draining: false, lastSeen: 0, ranksRefused: 2 });
+    expect(workers.apply(report({ dp_rank: 0, draining: true }), 2, 'nats')!.draining).toBe(true);
+  });
+
+  it('refuses all but the first 1,024 of 20,000 ranks', () => {
+    const workers = pool();
+    let refused = 0;
+    for (let rank = 0; rank < 20_000; rank++) if (workers.apply(report({ dp_rank: rank }), 0, 'push', 'p:1') === undefined) refused++;
+    expect(refused).toBe(20_000 - CAP);
+    expect(Math.max(...workers.get('1')!.ranks.keys())).toBe(CAP - 1);
+  });
+
+  it('has room for a new rank again once its silent ranks have expired', () => {
+    const workers = pool();
+    for (let rank = 0; rank < CAP; rank++) workers.apply(report({ dp_rank: rank }), 0, 'nats');
+    expect(workers.apply(report({ dp_rank: CAP }), limit, 'nats')).toBeUndefined();
+    expect([...workers.apply(report({ dp_rank: CAP }), limit + 1, 'nats')!.ranks.keys()]).toEqual([CAP]);
+  });
+
+  it('updates 1,024 ranks and then expires all but one looking at each rank a bounded number of times, not once per rank per report', () => {
+    const workers = pool();
+    for (let rank = 0; rank < CAP; rank++) workers.apply(report({ dp_rank: rank }), 0, 'nats');
+    const worker = workers.get('1')!;
+    let reads = 0;
+    for (const state of worker.ranks.values()) countReads(state, 'receivedAt', () => reads++);
+    // A full update, then rank 0 alone past the forget window: the 1,023 others are dropped.
+    for (let rank = 0; rank < CAP; rank++) workers.apply(report({ dp_rank: rank }), 1, 'nats');
+    workers.apply(report({ dp_rank: 0 }), limit + 2, 'nats');
+    expect([...worker.ranks.keys()]).toEqual([0]);
+    // A rescan of every rank on each report reads 1,024 x 1,024 times (over a million).
+    expect(reads).toBeLessThanOrEqual(4 * CAP);
+  });
+});
+
 describe('WorkerPool.freshReport', () => {
   it('is the report until more than 3 heartbeats old, then unknown', () => {
     const workers = pool();

@@ -75,4 +75,15 @@ describe('NATS load source', () => {
     send({ worker_id: 1, active_decode_blocks: 7 });
     expect(pool.get('1')!.ranks.get(0)!.report.activeDecodeBlocks).toBe(7);
   });
+
+  it('refuses ranks of a worker beyond 1,024, counted, with one warning per worker', () => {
+    const { pool, send, nats, logger } = source();
+    for (const id of [1, 2]) for (let rank = 0; rank < 1100; rank++) send({ worker_id: id, dp_rank: rank, model: 'm', grpc_address: '127.0.0.1:1' });
+    expect(pool.get('1')!.ranks.size).toBe(1024);
+    expect(pool.get('2')!.ranks.size).toBe(1024);
+    expect(nats.stats).toMatchObject({ events: 2 * 1024, refused: 0, ranksRefused: 2 * 76 });
+    const warnings = logger.find('ignoring dp ranks: more ranks than a worker may have', 'warn');
+    expect(warnings.map((line) => line.fields['worker_id'])).toEqual(['1', '2']);
+    expect(warnings[0]!.fields).toMatchObject({ max_ranks: 1024, source: 'nats' });
+  });
 });

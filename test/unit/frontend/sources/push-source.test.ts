@@ -55,6 +55,11 @@ function start(extra: Partial<PushLoadSourceOptions> = {}): PushLoadSource {
 }
 
 const rank = (workerId: number, fields: object = {}) => ({ worker_id: workerId, dp_rank: 0, model: 'm', heartbeat_ms: 60_000, ...fields });
+/** `count` ranks of one worker from `first` on. */
+const ranks = (workerId: number, first: number, count: number) => Array.from({ length: count }, (_, i) => rank(workerId, { dp_rank: first + i }));
+/** The per-worker rank cap the docs give (MAX_DP_RANKS), and the warning of its first refusals. */
+const CAP = 1024;
+const TOO_MANY_RANKS = 'ignoring dp ranks: more ranks than a worker may have';
 const nthStream = (n: number) => waitFor(() => sidecar.streams.length >= n, `Watch stream ${n}`, 2000, 5);
 
 describe('PushLoadSource', () => {
@@ -66,7 +71,7 @@ describe('PushLoadSource', () => {
     await waitFor(() => pool.get('11') !== undefined, 'the worker');
     expect(pool.get('11')).toMatchObject({ source: 'push', address, model: 'm', connected: true });
     expect(pool.get('11')!.ranks.get(0)!.report.activePrefillTokens).toBe(5);
-    expect(push.stats).toEqual({ events: 1, invalid: 0, refused: 0 });
+    expect(push.stats).toEqual({ events: 1, invalid: 0, refused: 0, ranksRefused: 0 });
     expect(push.connected).toBe(true);
     expect(applied).toBe(1);
     expect(logger.find('worker appeared', 'info')).toHaveLength(1);
@@ -110,8 +115,35 @@ describe('PushLoadSource', () => {
     await nthStream(1);
     sidecar.streams[0]!.write({ ranks: [rank(1), rank(2), rank(3)] });
     await waitFor(() => push.stats.events + push.stats.refused === 3, 'the update');
-    expect(push.stats).toEqual({ events: 2, invalid: 0, refused: 1 });
+    expect(push.stats).toEqual({ events: 2, invalid: 0, refused: 1, ranksRefused: 0 });
     expect(pool.size).toBe(2);
+  });
+
+  it('keeps the first 1,024 ranks of an update naming 20,000, counts the rest refused, and warns once however many such updates come', async () => {
+    const push = start();
+    await nthStream(1);
+    const flood = { ranks: ranks(11, 0, 20_000) };
+    sidecar.streams[0]!.write(flood);
+    sidecar.streams[0]!.write(flood);
+    await waitFor(() => applied === 2, 'both updates');
+    expect(pool.get('11')!.ranks.size).toBe(CAP);
+    expect(push.stats).toEqual({ events: 2 * CAP, invalid: 0, refused: 0, ranksRefused: 2 * (20_000 - CAP) });
+    expect(logger.find(TOO_MANY_RANKS, 'warn')).toHaveLength(1);
+    expect(logger.find(TOO_MANY_RANKS, 'warn')[0]!.fields).toMatchObject({ address, max_ranks: CAP });
+  });
+
+  it('refuses ranks beyond 1,024 spread over several updates, still routing the worker, with one warning', async () => {
+    const push = start();
+    await nthStream(1);
+    sidecar.streams[0]!.write({ ranks: ranks(11, 0, CAP) });
+    sidecar.streams[0]!.write({ ranks: ranks(11, CAP, 10) });
+    sidecar.streams[0]!.write({ ranks: ranks(11, CAP + 10, 10) });
+    await waitFor(() => applied === 3, 'the three updates');
+    expect(pool.get('11')!.ranks.size).toBe(CAP);
+    expect(push.stats).toMatchObject({ events: CAP, ranksRefused: 20 });
+    expect(pool.routable(pool.get('11')!, Date.now())).toBe(true);
+    expect(logger.find(TOO_MANY_RANKS, 'warn')).toHaveLength(1);
+    expect(logger.find(TOO_MANY_RANKS, 'warn')[0]!.fields).toMatchObject({ address, worker_id: '11', max_ranks: CAP });
   });
 
   it('forgets an id its address no longer reports (the sidecar came back under a new worker_id)', async () => {
