@@ -79,19 +79,18 @@ if (values.load) {
 
 /** One whole suite; resolves with what its report says (or that there was none). */
 function runSuite(run: number): Promise<RunOutcome> {
-  const report = join(scratch, `run-${run}.json`);
+  const report = join(scratch, `run-${run}.jsonl`);
   const started = Date.now();
   const args = [
     join(ROOT, 'node_modules/vitest/vitest.mjs'),
     'run',
     '--config',
     'test/vitest.config.ts',
-    '--reporter=json',
-    `--outputFile=${report}`,
+    '--reporter=./test/support/soak-reporter.ts',
     ...positionals,
   ];
   // The tests start processes with process.execPath; PATH's node is this one too, for scripts that ask for `node`.
-  const env = { ...process.env, PATH: `${join(values.node, '..')}:${process.env.PATH ?? ''}` };
+  const env = { ...process.env, DYN_SOAK_REPORT: report, PATH: `${join(values.node, '..')}:${process.env.PATH ?? ''}` };
   return new Promise((resolve) => {
     const child = spawn(values.node, args, { cwd: ROOT, env, stdio: ['ignore', 'ignore', 'pipe'] });
     suites.add(child);
@@ -107,9 +106,9 @@ function runSuite(run: number): Promise<RunOutcome> {
       } catch {
         text = undefined;
       }
-      const outcome = outcomeOf(run, (Date.now() - started) / 1000, text, ROOT);
-      const why = signal !== null ? `killed by ${signal}` : text === undefined ? `exited ${code}: ${stderrTail.trim().split('\n').pop() ?? ''}` : undefined;
-      resolve(why !== undefined && outcome.broken !== undefined ? { ...outcome, broken: why } : outcome);
+      const outcome = outcomeOf(run, (Date.now() - started) / 1000, text);
+      const why = signal !== null ? `killed by ${signal} (past --timeout-s)` : `exited ${code}: ${stderrTail.trim().split('\n').pop() ?? ''}`;
+      resolve(outcome.broken !== undefined ? { ...outcome, broken: `${outcome.broken}: ${why}` } : outcome);
     });
   });
 }

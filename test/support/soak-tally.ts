@@ -1,10 +1,10 @@
 /**
  * The soak's bookkeeping (soak-main.ts): what one run of the suite says of itself (vitest's JSON
- * report), failures per test across runs, and the table printed at the end. Pure, so it is
+ * reporter's lines), failures per test across runs, and the table printed at the end. Pure, so it is
  * unit-tested apart from the runs themselves.
  */
 
-/** One run of the suite, as its JSON report (or its absence) tells it. */
+/** One run of the suite, as its report (or its absence) tells it. */
 export interface RunOutcome {
   readonly run: number;
   readonly passed: number;
@@ -16,35 +16,36 @@ export interface RunOutcome {
   readonly broken?: string;
 }
 
-interface VitestReport {
-  readonly numPassedTests?: number;
-  readonly numFailedTests?: number;
-  readonly testResults?: readonly {
-    readonly name: string;
-    readonly status?: string;
-    readonly message?: string;
-    readonly assertionResults?: readonly { readonly status: string; readonly fullName?: string; readonly title: string }[];
-  }[];
+/** One line of the soak reporter (soak-reporter.ts): a test file as it ended, or the run's end. */
+interface ReportLine {
+  readonly file?: string;
+  readonly passed?: number;
+  readonly failed?: readonly string[];
+  readonly error?: string;
+  readonly done?: boolean;
 }
 
-/** Reads vitest's `--reporter=json` output; file names are made relative to `root`. */
-export function outcomeOf(run: number, seconds: number, reportText: string | undefined, root: string): RunOutcome {
+/** Reads the soak reporter's lines; a run without its closing line is broken, with the failures seen so far. */
+export function outcomeOf(run: number, seconds: number, reportText: string | undefined): RunOutcome {
   if (reportText === undefined) return { run, passed: 0, failed: 0, seconds, failures: [], broken: 'no report written' };
-  let report: VitestReport;
-  try {
-    report = JSON.parse(reportText) as VitestReport;
-  } catch {
-    return { run, passed: 0, failed: 0, seconds, failures: [], broken: 'report is not JSON' };
-  }
-  const prefix = root.endsWith('/') ? root : `${root}/`;
+  let passed = 0;
+  let done = false;
   const failures: string[] = [];
-  for (const file of report.testResults ?? []) {
-    const name = file.name.startsWith(prefix) ? file.name.slice(prefix.length) : file.name;
-    const failedTests = (file.assertionResults ?? []).filter((t) => t.status === 'failed');
-    for (const test of failedTests) failures.push(`${name} > ${test.fullName ?? test.title}`);
-    if (failedTests.length === 0 && file.status === 'failed') failures.push(`${name} > (the file failed: ${firstLine(file.message)})`);
+  for (const text of reportText.split('\n')) {
+    if (text.trim() === '') continue;
+    let line: ReportLine;
+    try {
+      line = JSON.parse(text) as ReportLine;
+    } catch {
+      return { run, passed, failed: failures.length, seconds, failures, broken: 'a report line is not JSON' };
+    }
+    if (line.done === true) done = true;
+    passed += line.passed ?? 0;
+    for (const test of line.failed ?? []) failures.push(`${line.file} > ${test}`);
+    if (line.error !== undefined && (line.failed ?? []).length === 0) failures.push(`${line.file} > (the file failed: ${firstLine(line.error)})`);
   }
-  return { run, passed: report.numPassedTests ?? 0, failed: Math.max(report.numFailedTests ?? 0, failures.length), seconds, failures };
+  const outcome = { run, passed, failed: failures.length, seconds, failures };
+  return done ? outcome : { ...outcome, broken: 'the run did not finish' };
 }
 
 const firstLine = (text: string | undefined): string => (text ?? 'no message').split('\n')[0]!.slice(0, 120);
