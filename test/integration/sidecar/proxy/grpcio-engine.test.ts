@@ -4,7 +4,7 @@
  * them, GOAWAY ENHANCE_YOUR_CALM "too_many_pings" after two strikes. Idle, the sidecar must still
  * know the engine is there without being told to calm down; then under load, no call may fail.
  */
-import { connect, type ClientHttp2Session } from 'node:http2';
+import { connect, type ClientHttp2Session, type IncomingHttpHeaders } from 'node:http2';
 import { afterEach, describe, expect, it } from 'vitest';
 import { frameMessage } from '../../../../src/protocol/grpc/framing.js';
 import { GRPCIO_ECHO_PATH, startGrpcioEngine } from '../../../support/grpcio-engine.js';
@@ -29,7 +29,7 @@ function echo(session: ClientHttp2Session, payload: Buffer): Promise<{ status: s
     const chunks: Buffer[] = [];
     let status: string | undefined;
     stream.on('response', (headers) => (status ??= headers['grpc-status'] as string | undefined));
-    stream.on('trailers', (trailers) => (status = trailers['grpc-status'] as string | undefined));
+    stream.on('trailers', (trailers: IncomingHttpHeaders) => (status = trailers['grpc-status'] as string | undefined));
     stream.on('data', (chunk: Buffer) => chunks.push(chunk));
     stream.on('close', () => resolve({ status, echoed: Buffer.concat(chunks).equals(frameMessage(payload)) }));
     stream.on('error', () => {});
