@@ -2,8 +2,9 @@
 # Installs every system binary the test suite starts for real: nats-server, promtool, h2load
 # (the bench smoke test runs the harness, which needs h2load and taskset), chromium (the status
 # pages' browser tests drive it with playwright-core; nothing is downloaded), grpcio for the system
-# Python (a test puts a grpcio engine behind the sidecar, as Python engines serve gRPC), and with --bench the
-# comparison proxies haproxy and nginx. Idempotent; needs root only when something is missing.
+# Python (a test puts a grpcio engine behind the sidecar, as Python engines serve gRPC), and with
+# --bench the comparison proxies haproxy and nginx. Idempotent; needs root only when something is
+# missing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
