@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Installs every system binary the test suite starts for real: nats-server, promtool, h2load
 # (the bench smoke test runs the harness, which needs h2load and taskset), chromium (the status
-# pages' browser tests drive it with playwright-core; nothing is downloaded), and with --bench the
-# comparison proxies haproxy and nginx. Idempotent; needs root only when something is missing.
+# pages' browser tests drive it with playwright-core; nothing is downloaded), grpcio for the system
+# Python (a test puts a grpcio engine behind the sidecar, as Python engines serve gRPC), and with
+# --bench the comparison proxies haproxy and nginx. Idempotent; needs root only when something is
+# missing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -13,6 +15,7 @@ command -v h2load >/dev/null 2>&1 || need+=(nghttp2-client)
 command -v taskset >/dev/null 2>&1 || need+=(util-linux)
 command -v openssl >/dev/null 2>&1 || need+=(openssl)
 [[ -x /usr/bin/chromium ]] || need+=(chromium)
+/usr/bin/python3 -c 'import grpc' >/dev/null 2>&1 || need+=(python3-grpcio)
 if [[ "${1:-}" == "--bench" ]]; then
   command -v haproxy >/dev/null 2>&1 || need+=(haproxy)
   command -v nginx >/dev/null 2>&1 || need+=(nginx)

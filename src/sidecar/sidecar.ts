@@ -93,6 +93,8 @@ export async function startSidecar(config: SidecarConfig, deps: SidecarDeps): Pr
       connections: connections.upstreamConnections,
       pingIntervalMs: connections.upstreamPingIntervalMs,
       pingTimeoutMs: connections.upstreamPingTimeoutMs,
+      keepaliveIntervalMs: connections.upstreamKeepaliveIntervalMs,
+      keepaliveWithoutCalls: connections.upstreamKeepaliveWithoutCalls,
       tls: upstreamClientTls,
       now: () => realClock.now(),
     },

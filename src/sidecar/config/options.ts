@@ -177,19 +177,33 @@ export const SIDECAR_OPTIONS = {
     // resolve, and 15-31% more CPU per unary call. More connections limit what one broken
     // connection costs, for engines behind something that cuts connections.
     default: 1,
-    help: 'HTTP/2 connections to the engine (1..64); each new call goes to the one with the fewest open calls among those answering PINGs, so one broken connection does not fail calls another can carry. Admission is unchanged: it counts calls, not connections',
+    help: 'HTTP/2 connections to the engine (1..64); each new call goes to the one with the fewest open calls among those answering checks, so one broken connection does not fail calls another can carry. Admission is unchanged: it counts calls, not connections',
   },
   upstreamPingIntervalMs: {
     flag: '--upstream-ping-interval-ms <ms>',
     env: 'DYN_SIDECAR_UPSTREAM_PING_INTERVAL_MS',
     default: 1000,
-    help: 'how often the engine connection is PINGed to check it still answers',
+    help: 'how often each engine connection is checked to still answer: a PING when keepalive allows one, else a grpc.health.v1.Health/Check call (any answer, even UNIMPLEMENTED, counts)',
   },
   upstreamPingTimeoutMs: {
     flag: '--upstream-ping-timeout-ms <ms>',
     env: 'DYN_SIDECAR_UPSTREAM_PING_TIMEOUT_MS',
     default: 3000,
-    help: 'the engine is unreachable (not ready) when its SETTINGS or a PING answer take longer than this',
+    help: 'the engine is unreachable (not ready) when its SETTINGS or the answer to a check take longer than this',
+  },
+  upstreamKeepaliveIntervalMs: {
+    flag: '--upstream-keepalive-interval-ms <ms>',
+    env: 'DYN_SIDECAR_UPSTREAM_KEEPALIVE_INTERVAL_MS',
+    // gRPC servers on grpc-core (grpcio) refuse PINGs more frequent than this by default
+    // (grpc.http2.min_ping_interval_without_data_ms) and close the connection, failing its calls.
+    default: 300_000,
+    help: "the least time between two HTTP/2 PINGs on an engine connection (gRPC keepalive); no shorter than the engine's minimum (grpc-core servers: 5 minutes by default). Doubled each time the engine answers GOAWAY too_many_pings",
+  },
+  upstreamKeepaliveWithoutCalls: {
+    flag: '--upstream-keepalive-without-calls',
+    env: 'DYN_SIDECAR_UPSTREAM_KEEPALIVE_WITHOUT_CALLS',
+    default: false,
+    help: 'PING engine connections that carry no call too; only for an engine that permits it (grpc-core: grpc.keepalive_permit_without_calls)',
   },
   // TLS (docs/operations/tls.md): every listener and client is plaintext unless given its files.
   tlsCert: {

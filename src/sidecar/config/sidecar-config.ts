@@ -102,6 +102,8 @@ export interface ConnectionConfig {
   readonly upstreamConnections: number;
   readonly upstreamPingIntervalMs: number;
   readonly upstreamPingTimeoutMs: number;
+  readonly upstreamKeepaliveIntervalMs: number;
+  readonly upstreamKeepaliveWithoutCalls: boolean;
 }
 
 /** Load tracking and load events (docs/architecture.md, "Load events"). */
@@ -209,6 +211,7 @@ export const DEFAULT_UPSTREAM_CONNECTIONS: number = D.upstreamConnections.defaul
 export const MAX_UPSTREAM_CONNECTIONS = 64;
 export const DEFAULT_UPSTREAM_PING_INTERVAL_MS: number = D.upstreamPingIntervalMs.default;
 export const DEFAULT_UPSTREAM_PING_TIMEOUT_MS: number = D.upstreamPingTimeoutMs.default;
+export const DEFAULT_UPSTREAM_KEEPALIVE_INTERVAL_MS: number = D.upstreamKeepaliveIntervalMs.default;
 export const DEFAULT_NATS_LIVENESS_TIMEOUT_MS: number = D.natsLivenessTimeoutMs.default;
 const LOG_LEVELS: readonly LogLevel[] = ['debug', 'info', 'warn', 'error'];
 
@@ -303,6 +306,8 @@ function parseConnectionConfig(read: Reader): ConnectionConfig {
     upstreamConnections: read.integer('upstreamConnections', 1, MAX_UPSTREAM_CONNECTIONS),
     upstreamPingIntervalMs: read.integer('upstreamPingIntervalMs', 10, 3_600_000),
     upstreamPingTimeoutMs: read.integer('upstreamPingTimeoutMs', 10, 3_600_000),
+    upstreamKeepaliveIntervalMs: read.integer('upstreamKeepaliveIntervalMs', 10, MAX_TIMER_MS),
+    upstreamKeepaliveWithoutCalls: read.boolean('upstreamKeepaliveWithoutCalls'),
   };
 }
 
@@ -351,12 +356,7 @@ function parseTlsConfig(read: Reader): SidecarTlsConfig {
   });
   if (upstream && read.raw('upstream') === undefined)
     read.report(read.raw('upstreamTls')!.source, `needs ${read.names('upstream')} (the demo's embedded engine speaks h2c)`);
-  return {
-    ingress,
-    system,
-    upstream,
-    reloadIntervalMs: read.integer('tlsReloadIntervalMs', 0, 3_600_000),
-  };
+  return { ingress, system, upstream, reloadIntervalMs: read.integer('tlsReloadIntervalMs', 0, 3_600_000) };
 }
 
 /**

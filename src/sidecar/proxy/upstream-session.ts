@@ -5,10 +5,11 @@
  * holds one or more of them and spreads new calls over them.
  *
  * Reachable means the engine speaks HTTP/2 on this connection right now, not that a TCP
- * connection exists: the engine's SETTINGS arrived and, since then, every PING (one per
- * `pingIntervalMs`, whatever the traffic) was answered within `pingTimeoutMs`. A listening socket
+ * connection exists: the engine's SETTINGS arrived and, since then, every probe (one per
+ * `pingIntervalMs`, whatever the traffic: a health-check call, or a PING where gRPC's keepalive
+ * rules allow one, upstream-liveness.ts) was answered within `pingTimeoutMs`. A listening socket
  * that never answers (a hung or SIGSTOPped engine, a non-HTTP/2 server) therefore reads
- * unreachable within a few seconds. A slow PING answer only flips the state; the connection and
+ * unreachable within a few seconds. A slow answer only flips the state; the connection and
  * its calls stay, because an engine paused for a few seconds (GC, swap) usually comes back. Only
  * a connection silent for `silentSessionMs` is destroyed and reopened.
  *
@@ -26,6 +27,7 @@ import type { HostPort } from '../../platform/config/host-port.js';
 import type { ClientTls } from '../../platform/tls/client-tls.js';
 import type { Logger } from '../../platform/log.js';
 import type { RawHeaders } from './request-headers.js';
+import { Keepalive, watchLiveness } from './upstream-liveness.js';
 
 /** What every connection of a pool shares: the engine, the timings and the TLS files. */
 export interface SessionSettings {
@@ -34,19 +36,19 @@ export interface SessionSettings {
   readonly authority: string;
   /** `HOST:PORT`, for logs. */
   readonly address: string;
+  /** Between a probe's answer and the next probe (upstream-liveness.ts). */
   readonly pingIntervalMs: number;
   readonly pingTimeoutMs: number;
+  /** The least time between two PINGs, before any too_many_pings doubles it. */
+  readonly keepaliveIntervalMs: number;
+  /** PING while the connection carries no call too (the engine must permit it). */
+  readonly keepaliveWithoutCalls: boolean;
   /** At least pingTimeoutMs. */
   readonly silentSessionMs: number;
   readonly reconnectMinMs: number;
   readonly reconnectMaxMs: number;
   readonly tls: ClientTls | undefined;
   readonly now: () => number;
-  /**
-   * Count each connection's open streams (openStreams), for a pool that picks the least busy
-   * connection; off for a pool of one, which has nothing to choose.
-   */
-  readonly countStreams: boolean;
   /** This connection reached the engine again after an earlier connection of its own (the engine may have restarted). */
   readonly onReconnect: () => void;
 }
@@ -98,6 +100,7 @@ export class UpstreamSession {
   private reconnectPending = false;
   private reconnectDelay: number;
   private readonly connectedSessions = new WeakSet<ClientHttp2Session>();
+  private readonly keepalive: Keepalive;
   /** One of this connection's sessions reached the engine before: the next one to do so is a reconnect. */
   private everConnected = false;
   /** The TLS files' generation the current connection was opened with. */
@@ -111,6 +114,7 @@ export class UpstreamSession {
     private readonly onStateChange: SessionStateListener,
   ) {
     this.reconnectDelay = settings.reconnectMinMs;
+    this.keepalive = new Keepalive(settings.keepaliveIntervalMs, settings.keepaliveWithoutCalls, settings.now, logger, settings.address);
   }
 
   get state(): Reachability {
@@ -127,14 +131,14 @@ export class UpstreamSession {
     return this.unreachableAt;
   }
 
-  /** Streams open on the current connection (counted only with settings.countStreams). */
+  /** Calls open on the current connection (the liveness probes not counted). */
   get openStreams(): number {
     return this.count.open;
   }
 
   /**
    * True when a new call may go to this connection now: the engine's SETTINGS came on it, its
-   * last PING was answered in time, it is neither closing (GOAWAY) nor destroyed, and its TLS
+   * last probe was answered in time, it is neither closing (GOAWAY) nor destroyed, and its TLS
    * files are current. A connection whose files changed is retired here and its replacement
    * opened (not yet usable: it has no SETTINGS yet).
    */
@@ -177,12 +181,11 @@ export class UpstreamSession {
     const session = this.ensureSession();
     // @types/node 20 does not know the raw form; only Nodes that take it are given one (RAW_REQUEST_HEADERS).
     const stream: CountedStream = session.request(headers as OutgoingHttpHeaders, REQUEST_OPTIONS);
-    if (this.settings.countStreams) {
-      const count = this.count;
-      count.open++;
-      stream[COUNT] = count;
-      stream.on('close', uncount);
-    }
+    // Counted for the pool (the least busy connection) and for keepalive (no PING without calls).
+    const count = this.count;
+    count.open++;
+    stream[COUNT] = count;
+    stream.on('close', uncount);
     return stream;
   }
 
@@ -217,7 +220,7 @@ export class UpstreamSession {
     const progress: SessionProgress = { tcp: false, tls: false };
     const session = connect(this.settings.authority, tls ? { ...SESSION_OPTIONS, createConnection: () => this.openTls(progress) } : SESSION_OPTIONS);
     this.session = session;
-    this.count = { open: 0 };
+    const count: StreamCount = (this.count = { open: 0 });
     let closeReason: string | undefined;
     session.on('error', (err: NodeJS.ErrnoException) => {
       // TLS 1.3 completes the client's side of the handshake before the server checks its certificate: a refusal arrives as an SSL alert after it.
@@ -244,7 +247,22 @@ export class UpstreamSession {
       else this.setState('unreachable', closeReason);
       this.scheduleReconnect();
     });
-    this.watchLiveness(session, progress, (reason) => (closeReason = reason));
+    // h2c: the session's connect is TCP's; TLS: openTls notes both steps.
+    session.once('connect', () => (progress.tcp = true));
+    watchLiveness(session, this.settings, this.keepalive, {
+      isCurrent: () => this.session === session,
+      reachable: (logFields) => this.setState('reachable', undefined, logFields),
+      unreachable: (reason) => this.setState('unreachable', reason),
+      connected: () => {
+        this.connectedSessions.add(session);
+        this.reconnectDelay = this.settings.reconnectMinMs;
+        if (this.everConnected) this.settings.onReconnect();
+        this.everConnected = true;
+      },
+      closing: (reason) => (closeReason = reason),
+      openCalls: () => count.open,
+      settingsReason: () => this.settingsReason(progress),
+    });
     session.unref();
     return session;
   }
@@ -261,6 +279,14 @@ export class UpstreamSession {
     this.session = undefined;
     session.close();
     return true;
+  }
+
+  /** Why a new connection has no SETTINGS yet, when they are late: how far it got. */
+  private settingsReason(progress: SessionProgress): string {
+    const { pingTimeoutMs, tls } = this.settings;
+    if (!progress.tcp) return `no TCP connection to the engine within ${pingTimeoutMs} ms`;
+    if (tls && !progress.tls) return `no TLS handshake with the engine within ${pingTimeoutMs} ms`;
+    return `no HTTP/2 SETTINGS from the engine within ${pingTimeoutMs} ms`;
   }
 
   /**
@@ -288,87 +314,6 @@ export class UpstreamSession {
     // 'close', never reconnected. Destroying it lets the session close with the error.
     socket.on('error', () => socket.destroy());
     return socket;
-  }
-
-  /**
-   * Probes the connection: first the engine's SETTINGS, then one PING at a time. A probe
-   * unanswered after pingTimeoutMs marks it unreachable (if it is the current one); its late
-   * answer marks it reachable again; after silentSessionMs it is destroyed.
-   */
-  private watchLiveness(session: ClientHttp2Session, progress: SessionProgress, setCloseReason: (reason: string) => void): void {
-    const { now, pingIntervalMs, pingTimeoutMs, silentSessionMs } = this.settings;
-    let probeSentAt = now();
-    let overdue = false;
-    let overdueTimer: NodeJS.Timeout | undefined;
-    let silenceTimer: NodeJS.Timeout | undefined;
-    let nextPingTimer: NodeJS.Timeout | undefined;
-    const isCurrent = (): boolean => this.session === session;
-
-    const startProbeTimers = (what: () => string): void => {
-      probeSentAt = now();
-      overdue = false;
-      overdueTimer = unrefTimer(
-        setTimeout(() => {
-          // Defer past the poll phase: if this process itself was stalled, an answer already in
-          // the socket is read first instead of being mistaken for silence.
-          setImmediate(() => {
-            if (overdueTimer === undefined || session.destroyed) return;
-            overdue = true;
-            if (isCurrent()) this.setState('unreachable', what());
-          });
-        }, pingTimeoutMs),
-      );
-      silenceTimer = unrefTimer(
-        setTimeout(() => {
-          setImmediate(() => {
-            if (silenceTimer === undefined || session.destroyed) return;
-            const reason = `the engine answered nothing for ${silentSessionMs} ms (${what()}); connection reopened`;
-            setCloseReason(reason);
-            if (isCurrent()) this.setState('unreachable', reason);
-            session.destroy();
-          });
-        }, silentSessionMs),
-      );
-    };
-    const answered = (): void => {
-      clearTimeout(overdueTimer);
-      clearTimeout(silenceTimer);
-      overdueTimer = silenceTimer = undefined;
-      if (isCurrent()) this.setState('reachable', undefined, overdue ? { lateAnswerMs: Math.round(now() - probeSentAt) } : undefined);
-      nextPingTimer = unrefTimer(setTimeout(ping, pingIntervalMs));
-    };
-    const ping = (): void => {
-      // node cannot PING a closed session (one draining after GOAWAY); its calls end on their own.
-      if (session.destroyed || session.closed) return;
-      startProbeTimers(() => `engine did not answer PING within ${pingTimeoutMs} ms`);
-      // An error here means the session is going away; its 'close' handler reports that.
-      session.ping((err) => {
-        if (!err) answered();
-      });
-    };
-
-    startProbeTimers(() =>
-      !progress.tcp
-        ? `no TCP connection to the engine within ${pingTimeoutMs} ms`
-        : this.settings.tls && !progress.tls
-          ? `no TLS handshake with the engine within ${pingTimeoutMs} ms`
-          : `no HTTP/2 SETTINGS from the engine within ${pingTimeoutMs} ms`,
-    );
-    // h2c: the session's connect is TCP's; TLS: openTls notes both steps.
-    session.once('connect', () => (progress.tcp = true));
-    session.once('remoteSettings', () => {
-      this.connectedSessions.add(session);
-      this.reconnectDelay = this.settings.reconnectMinMs;
-      answered();
-      if (this.everConnected) this.settings.onReconnect();
-      this.everConnected = true;
-    });
-    session.once('close', () => {
-      clearTimeout(overdueTimer);
-      clearTimeout(silenceTimer);
-      clearTimeout(nextPingTimer);
-      overdueTimer = silenceTimer = undefined;
-    });
   }
 
   private scheduleReconnect(): void {
@@ -402,9 +347,4 @@ function describeError(err: NodeJS.ErrnoException & { reason?: unknown }): strin
   if (typeof err.reason === 'string' && err.code?.startsWith('ERR_SSL_')) return `${err.code} (${err.reason})`;
   const message = err.syscall && err.message.startsWith(`${err.syscall} `) ? err.message.slice(err.syscall.length + 1) : err.message;
   return err.code && !message.startsWith(err.code) ? `${err.code} ${message}` : message;
-}
-
-function unrefTimer(timer: NodeJS.Timeout): NodeJS.Timeout {
-  timer.unref();
-  return timer;
 }

@@ -1,14 +1,14 @@
 /**
  * UpstreamPool: the engine connections, K of them (--upstream-connections), each an
- * UpstreamSession that keeps itself up (liveness by PING, reconnect with backoff, GOAWAY, TLS
- * renewal). HTTP/2 multiplexes, so one connection can carry every call. Several limit what one
+ * UpstreamSession that keeps itself up (liveness by health check and keepalive PING, reconnect
+ * with backoff, GOAWAY, TLS renewal). HTTP/2 multiplexes, so one connection can carry every call. Several limit what one
  * broken connection costs: it fails only the calls already on it, while the others carry the new
  * ones. They were measured for latency too (docs/data-plane.md): no gain the benchmark could
  * resolve, and more CPU per call, hence K = 1 by default.
  *
- * A new call goes to a connection that takes calls (SETTINGS came, PINGs answered in time, not
+ * A new call goes to a connection that takes calls (SETTINGS came, probes answered in time, not
  * closing after GOAWAY), the one with the fewest open streams, ties in turn. When none does (all
- * connecting, or late with their PINGs while the pool is not yet down) it goes where a pool of one
+ * connecting, or late with their probes while the pool is not yet down) it goes where a pool of one
  * would send it: a connection being opened, else a new one, so it waits or fails exactly as with
  * K = 1.
  *
@@ -22,7 +22,12 @@ import type { ClientHttp2Session, ClientHttp2Stream, OutgoingHttpHeaders } from 
 import type { HostPort } from '../../platform/config/host-port.js';
 import type { ClientTls } from '../../platform/tls/client-tls.js';
 import { formatHostPort } from '../../platform/config/host-port.js';
-import { DEFAULT_UPSTREAM_CONNECTIONS, DEFAULT_UPSTREAM_PING_INTERVAL_MS, DEFAULT_UPSTREAM_PING_TIMEOUT_MS } from '../config/sidecar-config.js';
+import {
+  DEFAULT_UPSTREAM_CONNECTIONS,
+  DEFAULT_UPSTREAM_KEEPALIVE_INTERVAL_MS,
+  DEFAULT_UPSTREAM_PING_INTERVAL_MS,
+  DEFAULT_UPSTREAM_PING_TIMEOUT_MS,
+} from '../config/sidecar-config.js';
 import type { Logger } from '../../platform/log.js';
 import type { RawHeaders } from './request-headers.js';
 import { UpstreamSession, type Reachability, type SessionSettings } from './upstream-session.js';
@@ -31,10 +36,14 @@ export interface UpstreamOptions {
   readonly target: HostPort;
   /** Connections to the engine, K >= 1. Default DEFAULT_UPSTREAM_CONNECTIONS. */
   readonly connections?: number;
-  /** A PING is sent this long after the previous one was answered, on every open connection. Default DEFAULT_UPSTREAM_PING_INTERVAL_MS. */
+  /** A probe (health check or PING) is sent this long after the previous one was answered, on every open connection. Default DEFAULT_UPSTREAM_PING_INTERVAL_MS. */
   readonly pingIntervalMs?: number;
-  /** SETTINGS (after connecting) or a PING answer later than this marks a connection unreachable. Default DEFAULT_UPSTREAM_PING_TIMEOUT_MS. */
+  /** SETTINGS (after connecting) or a probe's answer later than this marks a connection unreachable. Default DEFAULT_UPSTREAM_PING_TIMEOUT_MS. */
   readonly pingTimeoutMs?: number;
+  /** The least time between two PINGs on a connection (doubled at each too_many_pings). Default DEFAULT_UPSTREAM_KEEPALIVE_INTERVAL_MS. */
+  readonly keepaliveIntervalMs?: number;
+  /** PING connections that carry no call too. Default false, as gRPC clients. */
+  readonly keepaliveWithoutCalls?: boolean;
   /** A connection that answers nothing for this long is destroyed (its calls fail) and reopened. Default 20000. */
   readonly silentSessionMs?: number;
   readonly reconnectMinMs?: number;
@@ -79,13 +88,14 @@ export class UpstreamPool {
       address: this.address,
       pingIntervalMs: options.pingIntervalMs ?? DEFAULT_UPSTREAM_PING_INTERVAL_MS,
       pingTimeoutMs,
+      keepaliveIntervalMs: options.keepaliveIntervalMs ?? DEFAULT_UPSTREAM_KEEPALIVE_INTERVAL_MS,
+      keepaliveWithoutCalls: options.keepaliveWithoutCalls ?? false,
       // Destroying before the engine is even declared unreachable would cut calls on a mere slow PING.
       silentSessionMs: Math.max(options.silentSessionMs ?? DEFAULT_SILENT_SESSION_MS, pingTimeoutMs),
       reconnectMinMs: options.reconnectMinMs ?? 100,
       reconnectMaxMs: options.reconnectMaxMs ?? 2_000,
       tls: options.tls,
       now: options.now ?? ((): number => performance.now()),
-      countStreams: connections > 1,
       onReconnect: () => {
         for (const listener of this.reconnectListeners) listener();
       },
@@ -104,7 +114,7 @@ export class UpstreamPool {
 
   /**
    * True once the engine is known to be unreachable on every connection (refused, silent, not
-   * answering PINGs), but not while a first connection is still being tried: calls then fail fast
+   * answering probes), but not while a first connection is still being tried: calls then fail fast
    * with UNAVAILABLE, which clients retry elsewhere, instead of waiting on an engine that is not there.
    */
   get down(): boolean {
@@ -177,7 +187,7 @@ export class UpstreamPool {
     return best;
   }
 
-  /** No connection takes calls: one still connecting, else one open but late with its PINGs, else the next in turn, which opens one. */
+  /** No connection takes calls: one still connecting, else one open but late with its probes, else the next in turn, which opens one. */
   private fallback(): UpstreamSession {
     const k = this.sessions.length;
     let open: UpstreamSession | undefined;

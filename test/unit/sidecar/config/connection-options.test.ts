@@ -14,6 +14,8 @@ describe('connection, metrics and NATS liveness options', () => {
       upstreamConnections: SIDECAR_OPTIONS.upstreamConnections.default,
       upstreamPingIntervalMs: 1000,
       upstreamPingTimeoutMs: 3000,
+      upstreamKeepaliveIntervalMs: 300_000,
+      upstreamKeepaliveWithoutCalls: false,
     });
     expect(Object.isFrozen(config.connections)).toBe(true);
     expect(config.metricsCacheMs).toBe(1000);
@@ -28,6 +30,8 @@ describe('connection, metrics and NATS liveness options', () => {
       DYN_SIDECAR_UPSTREAM_CONNECTIONS: '64',
       DYN_SIDECAR_UPSTREAM_PING_INTERVAL_MS: '250',
       DYN_SIDECAR_UPSTREAM_PING_TIMEOUT_MS: '750',
+      DYN_SIDECAR_UPSTREAM_KEEPALIVE_INTERVAL_MS: '60000',
+      DYN_SIDECAR_UPSTREAM_KEEPALIVE_WITHOUT_CALLS: 'true',
       DYN_SIDECAR_METRICS_CACHE_MS: '0',
       DYN_NATS_LIVENESS_TIMEOUT_MS: '500',
     };
@@ -39,14 +43,28 @@ describe('connection, metrics and NATS liveness options', () => {
       upstreamConnections: 64,
       upstreamPingIntervalMs: 250,
       upstreamPingTimeoutMs: 750,
+      upstreamKeepaliveIntervalMs: 60_000,
+      upstreamKeepaliveWithoutCalls: true,
     });
     expect(config.metricsCacheMs).toBe(0);
     expect(config.load.natsLivenessTimeoutMs).toBe(500);
     const flagged = parseSidecarConfig(
-      { maxConcurrentStreams: '2147483647', idleTimeoutMs: '5000', upstreamConnections: '1', metricsCacheMs: '250', natsLivenessTimeoutMs: '3000' },
+      {
+        maxConcurrentStreams: '2147483647',
+        idleTimeoutMs: '5000',
+        upstreamConnections: '1',
+        upstreamKeepaliveIntervalMs: '600000',
+        metricsCacheMs: '250',
+        natsLivenessTimeoutMs: '3000',
+      },
       env,
     );
-    expect(flagged.connections).toMatchObject({ maxConcurrentStreams: 2 ** 31 - 1, idleTimeoutMs: 5000, upstreamConnections: 1 });
+    expect(flagged.connections).toMatchObject({
+      maxConcurrentStreams: 2 ** 31 - 1,
+      idleTimeoutMs: 5000,
+      upstreamConnections: 1,
+      upstreamKeepaliveIntervalMs: 600_000,
+    });
     expect(flagged.metricsCacheMs).toBe(250);
     expect(flagged.load.natsLivenessTimeoutMs).toBe(3000);
   });
@@ -64,6 +82,9 @@ describe('connection, metrics and NATS liveness options', () => {
     [{}, { DYN_SIDECAR_UPSTREAM_CONNECTIONS: '2.5' }, 'DYN_SIDECAR_UPSTREAM_CONNECTIONS must be an integer in 1..64, got "2.5"'],
     [{ upstreamPingIntervalMs: '0' }, {}, '--upstream-ping-interval-ms must be an integer in 10..3600000, got "0"'],
     [{}, { DYN_SIDECAR_UPSTREAM_PING_TIMEOUT_MS: '5' }, 'DYN_SIDECAR_UPSTREAM_PING_TIMEOUT_MS must be an integer in 10..3600000, got "5"'],
+    [{ upstreamKeepaliveIntervalMs: '5' }, {}, '--upstream-keepalive-interval-ms must be an integer in 10..2147483647, got "5"'],
+    [{}, { DYN_SIDECAR_UPSTREAM_KEEPALIVE_INTERVAL_MS: '5m' }, 'DYN_SIDECAR_UPSTREAM_KEEPALIVE_INTERVAL_MS must be an integer in 10..2147483647, got "5m"'],
+    [{}, { DYN_SIDECAR_UPSTREAM_KEEPALIVE_WITHOUT_CALLS: 'maybe' }, 'DYN_SIDECAR_UPSTREAM_KEEPALIVE_WITHOUT_CALLS must be true or false, got "maybe"'],
     [{ metricsCacheMs: 'x' }, {}, '--metrics-cache-ms must be an integer in 0..600000, got "x"'],
     [{}, { DYN_NATS_LIVENESS_TIMEOUT_MS: '10' }, 'DYN_NATS_LIVENESS_TIMEOUT_MS must be an integer in 50..3600000, got "10"'],
   ] as [Record<string, string>, Record<string, string>, string][])('refuses %j %j naming the flag or variable', (flags, env, message) => {
@@ -78,6 +99,7 @@ describe('connection, metrics and NATS liveness options', () => {
       'upstreamConnections',
       'upstreamPingIntervalMs',
       'upstreamPingTimeoutMs',
+      'upstreamKeepaliveIntervalMs',
       'metricsCacheMs',
       'natsLivenessTimeoutMs',
     ] as const) {

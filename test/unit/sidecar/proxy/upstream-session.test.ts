@@ -14,6 +14,7 @@ import {
 } from 'node:http2';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { ClientTls } from '../../../../src/platform/tls/client-tls.js';
+import { HEALTH_CHECK_PATH } from '../../../../src/sidecar/proxy/upstream-liveness.js';
 import { UpstreamSession, type Reachability, type SessionSettings } from '../../../../src/sidecar/proxy/upstream-session.js';
 import { fixturePki } from '../../../support/fixture-pki.js';
 import { startRawH2Peer } from '../../../support/raw-h2-peer.js';
@@ -26,19 +27,31 @@ afterEach(async () => {
   for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
 });
 
-/** An engine (h2c, or TLS with `tls`) that holds every request until the test answers it. */
+/**
+ * An engine (h2c, or TLS with `tls`) that holds every request until the test answers it, except
+ * the connection's health checks, answered at once as a gRPC server without that service does.
+ */
 async function startHoldingEngine<S extends Http2Server | Http2SecureServer>(
   server: S,
-): Promise<{ port: number; sessions: ServerHttp2Session[]; held: ServerHttp2Stream[]; answer(stream: ServerHttp2Stream): void }> {
+): Promise<{
+  port: number;
+  sessions: ServerHttp2Session[];
+  held: ServerHttp2Stream[];
+  readonly healthChecks: number;
+  answer(stream: ServerHttp2Stream): void;
+}> {
   const sessions: ServerHttp2Session[] = [];
   const held: ServerHttp2Stream[] = [];
+  let healthChecks = 0;
   server.on('session', (session: ServerHttp2Session) => {
     sessions.push(session);
     session.on('error', () => {});
   });
-  server.on('stream', (stream: ServerHttp2Stream) => {
+  server.on('stream', (stream: ServerHttp2Stream, headers) => {
     stream.on('error', () => {});
-    held.push(stream);
+    if (headers[':path'] !== HEALTH_CHECK_PATH) return void held.push(stream);
+    healthChecks++;
+    stream.respond({ ':status': 200, 'content-type': 'application/grpc', 'grpc-status': '12' }, { endStream: true });
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   cleanups.push(async () => {
@@ -49,6 +62,9 @@ async function startHoldingEngine<S extends Http2Server | Http2SecureServer>(
     port: (server.address() as { port: number }).port,
     sessions,
     held,
+    get healthChecks() {
+      return healthChecks;
+    },
     answer(stream) {
       stream.respond({ ':status': 200 });
       stream.end('ok');
@@ -74,7 +90,8 @@ function upstreamSession(
     tls: undefined,
     now: () => performance.now(),
     onReconnect: () => {},
-    countStreams: true,
+    keepaliveIntervalMs: 300_000,
+    keepaliveWithoutCalls: false,
     ...overrides,
   };
   const session = new UpstreamSession(0, settings, log, (s, fields) => changes.push([s.state, fields]));
@@ -102,7 +119,7 @@ describe('UpstreamSession', () => {
     expect(changes).toEqual([['reachable', undefined]]);
   });
 
-  it('counts the streams open on its connection until each one closes, only when asked to', async () => {
+  it('counts the calls open on its connection until each one closes, and not its health checks', async () => {
     const engine = await startHoldingEngine(createH2Server());
     const { session } = upstreamSession(engine.port);
     const streams = [session.request(GET), session.request(GET), session.request(GET)];
@@ -116,10 +133,9 @@ describe('UpstreamSession', () => {
     await Promise.all(outcomes);
     await waitFor(() => session.openStreams === 0, 'every stream uncounted');
 
-    const { session: uncounted } = upstreamSession(engine.port, { countStreams: false });
-    const stream = uncounted.request(GET);
-    stream.on('error', () => {});
-    expect(uncounted.openStreams).toBe(0);
+    const checked = engine.healthChecks;
+    await waitFor(() => engine.healthChecks > checked + 1, 'health checks of the idle connection');
+    expect(session.openStreams).toBe(0);
   });
 
   it('takes no call once GOAWAY comes, lets its open call finish there, and opens its replacement without waiting for a call', async () => {

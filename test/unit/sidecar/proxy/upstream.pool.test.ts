@@ -3,11 +3,12 @@
  * node:http2 engine on 127.0.0.1, reached through an in-process relay that tells which connection
  * each call took and can hold or cut one connection: new calls go to the connection with the
  * fewest open streams among those that take calls; a connection that got GOAWAY, was cut or stopped
- * answering PINGs gets no new call while another can take it; the pool is down only when every
+ * answering its probes gets no new call while another can take it; the pool is down only when every
  * connection is, and says how many.
  */
 import { createServer as createH2Server, type ClientHttp2Stream, type Http2Server, type ServerHttp2Session, type ServerHttp2Stream } from 'node:http2';
 import { afterEach, describe, expect, it } from 'vitest';
+import { HEALTH_CHECK_PATH } from '../../../../src/sidecar/proxy/upstream-liveness.js';
 import { UpstreamPool, type UpstreamOptions } from '../../../../src/sidecar/proxy/upstream.js';
 import { startH2Relay, type H2Relay, type RelayConnection } from '../../../support/h2-relay.js';
 import { startRawH2Peer } from '../../../support/raw-h2-peer.js';
@@ -22,7 +23,10 @@ afterEach(async () => {
 
 const TAG = 'x-call';
 
-/** An engine that holds every request until the test answers it (200 "ok"). */
+/**
+ * An engine that holds every request until the test answers it (200 "ok"), except the
+ * connections' health checks, answered at once as a gRPC server without that service does.
+ */
 interface HoldingEngine {
   readonly server: Http2Server;
   readonly port: number;
@@ -43,7 +47,9 @@ async function startHoldingEngine(): Promise<HoldingEngine> {
   });
   server.on('stream', (stream, headers) => {
     stream.on('error', () => {});
-    held.set(String(headers[TAG]), stream);
+    if (headers[':path'] === HEALTH_CHECK_PATH)
+      stream.respond({ ':status': 200, 'content-type': 'application/grpc', 'grpc-status': '12' }, { endStream: true });
+    else held.set(String(headers[TAG]), stream);
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   cleanups.push(async () => {
@@ -197,7 +203,7 @@ describe('UpstreamPool of several connections', () => {
     expect(log.find('upstream unreachable')).toHaveLength(0);
   });
 
-  it('gives no new call to a connection whose PINGs go unanswered while another takes calls, and takes it back once it answers', async () => {
+  it('gives no new call to a connection whose health checks go unanswered while another takes calls, and takes it back once it answers', async () => {
     const engine = await startHoldingEngine();
     const relay = await relayTo(engine.port);
     const { pool: upstream, log } = pool(relay.port, 2, { pingIntervalMs: 50, pingTimeoutMs: 300 });
@@ -207,7 +213,7 @@ describe('UpstreamPool of several connections', () => {
 
     silent.hold();
     await waitFor(() => log.find('upstream connection unreachable').length === 1, 'one connection unreachable');
-    expect(log.find('upstream connection unreachable')[0]!.fields.reason).toBe('engine did not answer PING within 300 ms');
+    expect(log.find('upstream connection unreachable')[0]!.fields.reason).toBe(`engine did not answer ${HEALTH_CHECK_PATH} within 300 ms`);
     expect(upstream.reachable).toBe(true);
     expect(upstream.down).toBe(false);
     const during = tags('during', 4).map((tag) => call(upstream, tag));
@@ -246,7 +252,7 @@ describe('UpstreamPool of several connections', () => {
     await waitFor(() => upstream.down, 'the pool down');
     expect(upstream.reachable).toBe(false);
     expect(upstream.unreachableReason).toBe(
-      `upstream 127.0.0.1:${relay.port} unreachable: 3 of 3 connections down; first: engine did not answer PING within 300 ms`,
+      `upstream 127.0.0.1:${relay.port} unreachable: 3 of 3 connections down; first: engine did not answer ${HEALTH_CHECK_PATH} within 300 ms`,
     );
     expect(changes).toEqual([true, false]);
     expect(log.find('upstream unreachable', 'warn')).toHaveLength(1);

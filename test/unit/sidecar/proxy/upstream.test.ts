@@ -121,7 +121,8 @@ describe('UpstreamPool readiness', () => {
   it('marks an engine that stops answering PINGs unreachable without cutting its calls, and reachable again on a late answer', async () => {
     const peer = await startRawH2Peer();
     cleanups.push(() => peer.close());
-    const { pool: upstream, log } = pool(peer.port, { pingIntervalMs: 100, pingTimeoutMs: 1_000 });
+    // A PING is allowed at every probe while a call is open: this peer answers nothing else.
+    const { pool: upstream, log } = pool(peer.port, { pingIntervalMs: 100, pingTimeoutMs: 1_000, keepaliveIntervalMs: 100 });
     const changes: boolean[] = [];
     upstream.onReachabilityChange((reachable) => changes.push(reachable));
     upstream.start();
@@ -152,7 +153,7 @@ describe('UpstreamPool readiness', () => {
   it('destroys and reopens a session that stays silent for silentSessionMs', async () => {
     const peer = await startRawH2Peer();
     cleanups.push(() => peer.close());
-    const { pool: upstream } = pool(peer.port, { pingIntervalMs: 100, pingTimeoutMs: 500, silentSessionMs: 1_500 });
+    const { pool: upstream } = pool(peer.port, { pingIntervalMs: 100, pingTimeoutMs: 500, silentSessionMs: 1_500, keepaliveIntervalMs: 100 });
     upstream.start();
     await waitFor(() => upstream.reachable, 'reachable');
     const call = upstream.request(GET);
