@@ -95,7 +95,7 @@ function runSuite(run: number): Promise<RunOutcome> {
     const child = spawn(values.node, args, { cwd: ROOT, env, stdio: ['ignore', 'ignore', 'pipe'] });
     suites.add(child);
     let stderrTail = '';
-    child.stderr!.on('data', (chunk: Buffer) => (stderrTail = (stderrTail + chunk.toString()).slice(-2000)));
+    child.stderr.on('data', (chunk: Buffer) => (stderrTail = (stderrTail + chunk.toString()).slice(-2000)));
     const timer = setTimeout(() => child.kill('SIGKILL'), timeoutS * 1000);
     child.on('close', (code, signal) => {
       clearTimeout(timer);
