@@ -1,4 +1,5 @@
 import { defineConfig } from 'vitest/config';
+import SlowFirstSequencer from './support/slow-first-sequencer.js';
 
 export default defineConfig({
   test: {
@@ -9,6 +10,7 @@ export default defineConfig({
     // Integration tests start real processes on their own ports; two workers match the 2-core machines.
     pool: 'forks',
     maxWorkers: 2,
+    sequence: { sequencer: SlowFirstSequencer },
     reporters: ['default', './test/support/summary-reporter.ts'],
     // V8 coverage of the code the tests run in process (integration tests that spawn the CLI run
     // dist/ in child processes, which this does not see). The floor is the figure the suite had

@@ -59,7 +59,8 @@ const scratch = mkdtempSync(join(tmpdir(), 'dynamo-sidecar-soak-'));
 const hogs: ChildProcess[] = [];
 const suites = new Set<ChildProcess>();
 const stopAll = (): void => {
-  for (const child of [...hogs, ...suites]) child.kill('SIGKILL');
+  for (const child of hogs) child.kill('SIGKILL');
+  for (const child of suites) killGroup(child);
 };
 process.on('SIGINT', () => {
   stopAll();
@@ -77,6 +78,15 @@ if (values.load) {
   for (let i = 0; i < availableParallelism(); i++) hogs.push(spawn(values.node, ['-e', 'for (;;) {}'], { stdio: 'ignore' }));
 }
 
+/** Kills a suite's whole process group: vitest, its workers and every process its tests started. */
+function killGroup(child: ChildProcess): void {
+  try {
+    process.kill(-child.pid!, 'SIGKILL');
+  } catch {
+    child.kill('SIGKILL'); // the group is gone already
+  }
+}
+
 /** One whole suite; resolves with what its report says (or that there was none). */
 function runSuite(run: number): Promise<RunOutcome> {
   const report = join(scratch, `run-${run}.jsonl`);
@@ -92,11 +102,12 @@ function runSuite(run: number): Promise<RunOutcome> {
   // The tests start processes with process.execPath; PATH's node is this one too, for scripts that ask for `node`.
   const env = { ...process.env, DYN_SOAK_REPORT: report, PATH: `${join(values.node, '..')}:${process.env.PATH ?? ''}` };
   return new Promise((resolve) => {
-    const child = spawn(values.node, args, { cwd: ROOT, env, stdio: ['ignore', 'ignore', 'pipe'] });
+    // A process group of its own, so a kill takes the processes its tests started with it.
+    const child = spawn(values.node, args, { cwd: ROOT, env, stdio: ['ignore', 'ignore', 'pipe'], detached: true });
     suites.add(child);
     let stderrTail = '';
     child.stderr.on('data', (chunk: Buffer) => (stderrTail = (stderrTail + chunk.toString()).slice(-2000)));
-    const timer = setTimeout(() => child.kill('SIGKILL'), timeoutS * 1000);
+    const timer = setTimeout(() => killGroup(child), timeoutS * 1000);
     child.on('close', (code, signal) => {
       clearTimeout(timer);
       suites.delete(child);

@@ -40,7 +40,7 @@ function bench(args: string[]): Promise<{ code: number | null; output: string }>
 describe('npm run bench:overload -- --scenario classes|tenants, tiny', () => {
   it('classes: runs both configurations at one point, each class summarised apart, and writes its table, verdicts, JSON and plots', async () => {
     const dir = join(out, 'classes');
-    const args = ['--scenario', 'classes', '--capacity', '8', '--multiples', '2', '--point-s', '2', '--repeats', '1', '--grace-s', '2', '--out', dir];
+    const args = ['--scenario', 'classes', '--capacity', '8', '--multiples', '2', '--point-s', '2', '--repeats', '1', '--grace-s', '1', '--out', dir];
     const { code, output } = await bench(args);
     expect(code, output.slice(-3000)).toBe(0);
     for (const file of ['classes.md', 'classes.json', 'classes-goodput.svg', 'classes-high-share.svg']) expect(existsSync(join(dir, file)), file).toBe(true);
@@ -66,7 +66,7 @@ describe('npm run bench:overload -- --scenario classes|tenants, tiny', () => {
     // only makes requests last longer, so more of them overlap and the cap of 8 is met sooner.
     const args = [
       ...['--scenario', 'tenants', '--capacity', '8', '--configs', 'best+fairness', '--fairness-args=--engine-request-limit 64'],
-      ...['--point-s', '2', '--repeats', '1', '--grace-s', '2', '--out', dir],
+      ...['--point-s', '2', '--repeats', '1', '--grace-s', '1', '--out', dir],
     ];
     const { code, output } = await bench(args);
     expect(code, output.slice(-3000)).toBe(0);
