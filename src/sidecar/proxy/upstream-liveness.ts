@@ -106,56 +106,61 @@ export function watchLiveness(session: ClientHttp2Session, timings: LivenessTimi
   const { now, pingIntervalMs, pingTimeoutMs, silentSessionMs } = timings;
   let probeSentAt = now();
   let overdue = false;
-  let overdueTimer: NodeJS.Timeout | undefined;
-  let silenceTimer: NodeJS.Timeout | undefined;
   let nextProbeTimer: NodeJS.Timeout | undefined;
   let check: ClientHttp2Stream | undefined;
 
-  // Bytes the engine sent on this connection so far: any that arrive while a probe waits prove
-  // the engine runs and only its answer is slow (it is busy with a large message, say), so the
-  // probe waits another timeout instead of reading the engine unreachable or cutting its calls.
   const received = (): number => session.socket?.bytesRead ?? 0;
-  const armOverdue = (what: () => string): void => {
-    const bytesBefore = received();
-    overdueTimer = unrefTimer(
-      setTimeout(() => {
-        // Defer past the poll phase: if this process itself was stalled, an answer already in
-        // the socket is read first instead of being mistaken for silence.
-        setImmediate(() => {
-          if (overdueTimer === undefined || session.destroyed) return;
-          if (received() > bytesBefore) return armOverdue(what);
-          overdue = true;
-          if (hooks.isCurrent()) hooks.unreachable(what());
-        });
-      }, pingTimeoutMs),
-    );
+  /**
+   * Calls `onSilent` once `ms` pass with no byte from the engine. Bytes that arrive meanwhile
+   * prove the engine runs and only its answer is slow (it is busy with a large message, say), so
+   * the watch starts over instead of reading the engine unreachable or cutting its calls.
+   * Returns its cancel.
+   */
+  const watchSilence = (ms: number, onSilent: () => void): (() => void) => {
+    let timer: NodeJS.Timeout | undefined;
+    const arm = (): void => {
+      const bytesBefore = received();
+      timer = unrefTimer(
+        setTimeout(() => {
+          // Defer past the poll phase: if this process itself was stalled, an answer already in
+          // the socket is read first instead of being mistaken for silence.
+          setImmediate(() => {
+            if (timer === undefined || session.destroyed) return;
+            if (received() > bytesBefore) return arm();
+            onSilent();
+          });
+        }, ms),
+      );
+    };
+    arm();
+    return () => {
+      clearTimeout(timer);
+      timer = undefined;
+    };
   };
-  const armSilence = (what: () => string): void => {
-    const bytesBefore = received();
-    silenceTimer = unrefTimer(
-      setTimeout(() => {
-        setImmediate(() => {
-          if (silenceTimer === undefined || session.destroyed) return;
-          if (received() > bytesBefore) return armSilence(what);
-          const reason = `the engine answered nothing for ${silentSessionMs} ms (${what()}); connection reopened`;
-          hooks.closing(reason);
-          if (hooks.isCurrent()) hooks.unreachable(reason);
-          session.destroy();
-        });
-      }, silentSessionMs),
-    );
-  };
+  let cancelOverdue = (): void => {};
+  let cancelSilence = (): void => {};
 
   const startProbeTimers = (what: () => string): void => {
     probeSentAt = now();
     overdue = false;
-    armOverdue(what);
-    armSilence(what);
+    cancelOverdue = watchSilence(pingTimeoutMs, () => {
+      overdue = true;
+      if (hooks.isCurrent()) hooks.unreachable(what());
+    });
+    cancelSilence = watchSilence(silentSessionMs, () => {
+      const reason = `the engine answered nothing for ${silentSessionMs} ms (${what()}); connection reopened`;
+      hooks.closing(reason);
+      if (hooks.isCurrent()) hooks.unreachable(reason);
+      session.destroy();
+    });
+  };
+  const stopProbeTimers = (): void => {
+    cancelOverdue();
+    cancelSilence();
   };
   const answered = (): void => {
-    clearTimeout(overdueTimer);
-    clearTimeout(silenceTimer);
-    overdueTimer = silenceTimer = undefined;
+    stopProbeTimers();
     if (hooks.isCurrent()) hooks.reachable(overdue ? { lateAnswerMs: Math.round(now() - probeSentAt) } : undefined);
     nextProbeTimer = unrefTimer(setTimeout(probe, pingIntervalMs));
   };
@@ -201,10 +206,8 @@ export function watchLiveness(session: ClientHttp2Session, timings: LivenessTimi
   });
   session.on('goaway', (errorCode: number, _lastStreamID: number, opaqueData?: Buffer) => keepalive.goaway(errorCode, opaqueData));
   session.once('close', () => {
-    clearTimeout(overdueTimer);
-    clearTimeout(silenceTimer);
+    stopProbeTimers();
     clearTimeout(nextProbeTimer);
-    overdueTimer = silenceTimer = undefined;
   });
 }
 
