@@ -25,26 +25,8 @@ export interface EngineStats {
 export async function startEngineProcess(port = 0, timeoutMs = 15_000): Promise<EngineProcess> {
   const proc = spawn(process.execPath, ['--import', 'tsx', MAIN, String(port)]);
   let out = '';
-  let err = '';
-  proc.stderr.on('data', (d) => (err += d));
-  const bound = await new Promise<number>((resolve, reject) => {
-    const timer = setTimeout(() => {
-      proc.kill('SIGKILL');
-      reject(new Error(`test engine did not start within ${timeoutMs} ms: ${err}`));
-    }, timeoutMs);
-    proc.stdout.on('data', (d) => {
-      out += d;
-      const m = /listening on (\d+)/.exec(out);
-      if (m) {
-        clearTimeout(timer);
-        resolve(Number(m[1]));
-      }
-    });
-    proc.on('exit', (code) => {
-      clearTimeout(timer);
-      reject(new Error(`test engine exited with ${code}: ${err}`));
-    });
-  });
+  proc.stdout.on('data', (d) => (out += d));
+  const bound = await listeningPort(proc, 'test engine', timeoutMs);
   return {
     release: () => void proc.stdin.write('release\n'),
     stats: (statsTimeoutMs = 5000) =>
@@ -74,4 +56,32 @@ export async function startEngineProcess(port = 0, timeoutMs = 15_000): Promise<
         proc.kill('SIGKILL');
       }),
   };
+}
+
+/**
+ * The port a child process prints as "listening on PORT". Rejects, with what it wrote on stderr,
+ * if it exits first or takes longer than timeoutMs (then it is killed).
+ */
+export function listeningPort(proc: ChildProcessWithoutNullStreams, what: string, timeoutMs: number): Promise<number> {
+  let out = '';
+  let err = '';
+  proc.stderr.on('data', (d) => (err += d));
+  return new Promise<number>((resolve, reject) => {
+    const timer = setTimeout(() => {
+      proc.kill('SIGKILL');
+      reject(new Error(`${what} did not start within ${timeoutMs} ms: ${err}`));
+    }, timeoutMs);
+    proc.stdout.on('data', (d) => {
+      out += d;
+      const m = /listening on (\d+)/.exec(out);
+      if (m) {
+        clearTimeout(timer);
+        resolve(Number(m[1]));
+      }
+    });
+    proc.on('exit', (code) => {
+      clearTimeout(timer);
+      reject(new Error(`${what} exited with ${code}: ${err}`));
+    });
+  });
 }

@@ -4,6 +4,7 @@
  */
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
+import { listeningPort } from './engine-process.js';
 
 const SCRIPT = fileURLToPath(new URL('./grpcio-engine.py', import.meta.url));
 // Debian's python3-grpcio installs into the system interpreter, which the first python3 on PATH may not be.
@@ -19,27 +20,7 @@ export interface GrpcioEngine {
 
 export async function startGrpcioEngine(timeoutMs = 15_000): Promise<GrpcioEngine> {
   const proc = spawn(PYTHON, [SCRIPT]);
-  let out = '';
-  let err = '';
-  proc.stderr.on('data', (d) => (err += d));
-  const port = await new Promise<number>((resolve, reject) => {
-    const timer = setTimeout(() => {
-      proc.kill('SIGKILL');
-      reject(new Error(`grpcio engine did not start within ${timeoutMs} ms: ${err}`));
-    }, timeoutMs);
-    proc.stdout.on('data', (d) => {
-      out += d;
-      const m = /listening on (\d+)/.exec(out);
-      if (m) {
-        clearTimeout(timer);
-        resolve(Number(m[1]));
-      }
-    });
-    proc.on('exit', (code) => {
-      clearTimeout(timer);
-      reject(new Error(`grpcio engine exited with ${code}: ${err}`));
-    });
-  });
+  const port = await listeningPort(proc, 'grpcio engine', timeoutMs);
   return {
     address: `127.0.0.1:${port}`,
     proc,
