@@ -41,7 +41,20 @@ export const BEST_WITH_CLASSES: SystemConfig = {
 };
 
 /** The workers' engines: the demo's model x GPU with the demo's small KV, so 2 workers saturate on 2 cores. */
-const ENGINE_ARGS = ['engine', '--preset', 'llama-3.3-70b-fp8-2xh100', '--num-gpu-blocks', '128', '--host', '127.0.0.1', '--port', '0', '--metrics-port', '0'];
+export const DEFAULT_PRESET = 'llama-3.3-70b-fp8-2xh100';
+const engineArgs = (preset: string): string[] => [
+  'engine',
+  '--preset',
+  preset,
+  '--num-gpu-blocks',
+  '128',
+  '--host',
+  '127.0.0.1',
+  '--port',
+  '0',
+  '--metrics-port',
+  '0',
+];
 
 /** The request mixes: fixed lengths, or heavy-tailed ones (lognormal, median about 128 and 45 tokens; see draw in the load client). */
 export const MIXES = {
@@ -58,11 +71,11 @@ export interface System {
 }
 
 /** Two engines, a sidecar in front of each, the frontend over both: the demo's topology, as separate processes. */
-export async function startSystem(config: SystemConfig): Promise<System> {
+export async function startSystem(config: SystemConfig, preset = DEFAULT_PRESET): Promise<System> {
   const workers: string[] = [];
   const engineMetricsUrls: string[] = [];
   for (let i = 0; i < 2; i++) {
-    const engine = spawnProcess(`engine-${i}`, process.execPath, [SIDECAR_MAIN, ...ENGINE_ARGS, '--seed', String(i)], { cwd: REPO_ROOT });
+    const engine = spawnProcess(`engine-${i}`, process.execPath, [SIDECAR_MAIN, ...engineArgs(preset), '--seed', String(i)], { cwd: REPO_ROOT });
     const ready = await engine.waitFor(/grpc=(\S+) metrics=(\S+)/, 15_000);
     engineMetricsUrls.push(ready[2]!);
     const sidecar = spawnProcess(

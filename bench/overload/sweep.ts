@@ -5,15 +5,18 @@
  * API, offered load from 0.25x to 8x the capacity C, for each configuration:
  *   unprotected  no engine request limit, no busy thresholds;
  *   dynamo       Dynamo as documented: static N and Q, the frontend's decode-blocks threshold;
- *   best         this project's best so far: N = 12 and Q = 4 with the first-token limit 2,
- *                refusal by expected wait beyond 50 ms and the adaptive pushback; the frontend
- *                routes by the sidecars' predicted TTFT (its default).
+ *   tuned        this project's hand-tuned configuration: N = 12 and Q = 4 with the first-token
+ *                limit 2, refusal by expected wait beyond 50 ms and the adaptive pushback; the
+ *                frontend routes by the sidecars' predicted TTFT (its default);
+ *   auto         --engine-request-limit auto alone (N from the engine's max_num_seqs);
+ *   slo          admission that needs no tuning: --ttft-slo-ms (the run's TTFT SLO) on both
+ *                halves and nothing else (N is auto).
  * C is the highest rate the unprotected system serves within the SLO (goodput >= 95% of the
  * offered rate), found first by a ladder of rates unless --capacity gives it.
  *
  *   npm run bench:overload [-- --scenario sweep] [--capacity C] [--multiples 0.25,0.5,0.8,1,2,4,8] [--point-s 20]
- *       [--repeats 3] [--configs unprotected,dynamo,best] [--slo-ttft-ms 500] [--slo-itl-ms 50]
- *       [--mix fixed|heavy] [--seed 1] [--grace-s 30] [--out DIR]
+ *       [--repeats 3] [--configs unprotected,dynamo,tuned,slo] [--slo-ttft-ms 500] [--slo-itl-ms 50]
+ *       [--mix fixed|heavy] [--preset NAME] [--seed 1] [--grace-s 30] [--out DIR]
  *
  * Prints a progress bar, then one Markdown table (median [min..max] over repeats per point and
  * configuration: goodput, p50/p99 TTFT and ITL of admitted requests, 529 share, time to 529 as
@@ -28,7 +31,8 @@ import { runLoad } from '../../src/tools/load/run.js';
 import type { LoadSummary } from '../../src/tools/load/stats.js';
 import { scrapeWastedTokens, WASTE_REASONS, type WastedTokens } from '../lib/engine-waste.js';
 import { scrapeFrontendRejections, type FrontendRejections } from '../lib/frontend-rejections.js';
-import { argsOr, BEST, MIXES, ProgressBar, startSystem, type MixName, type System } from '../lib/overload-system.js';
+import { isPresetName, PRESET_NAMES } from '../../src/tools/engine/presets.js';
+import { argsOr, BEST, DEFAULT_PRESET, MIXES, ProgressBar, startSystem, type MixName, type System } from '../lib/overload-system.js';
 import { stopAll } from '../lib/spawn.js';
 import { spread, type Spread } from '../lib/stats.js';
 import { lineChartSvg } from '../report/svg.js';
@@ -39,14 +43,15 @@ const HELP = `usage: npm run bench:overload -- [options]
   --multiples LIST      offered load as multiples of C (default 0.25,0.5,0.8,1,2,4,8)
   --point-s S           seconds of load per point (default 20)
   --repeats K           runs per point and configuration, interleaved (default 3)
-  --configs LIST        unprotected,dynamo,best (default all)
+  --configs LIST        unprotected,dynamo,auto,tuned,slo (default unprotected,dynamo,tuned,slo)
   --mix NAME            fixed (prompts 128, outputs 64 tokens) or heavy (lognormal: prompts 16..1024, outputs 8..256) (default fixed)
   --slo-ttft-ms MS      SLO: time to first token (default 500)
   --slo-itl-ms MS       SLO: mean inter-token latency (default 50)
   --seed N              seed of the first run; each run adds its index (default 1)
   --grace-s S           after a point, time its requests in flight get before they are cancelled (default 30)
-  --best-args=ARGS      the best configuration's sidecar flags instead of the built-in ones (space-separated, after =), for tuning
-  --best-frontend-args=ARGS  the same for its frontend flags
+  --preset NAME         the engines' model x GPU (default ${DEFAULT_PRESET}; any of ${PRESET_NAMES.join(', ')})
+  --tuned-args=ARGS     the tuned configuration's sidecar flags instead of the built-in ones (space-separated, after =), for tuning
+  --tuned-frontend-args=ARGS  the same for its frontend flags
   --out DIR             where the table, JSON and plots go (default bench/results/overload)`;
 
 const CONFIGS = {
@@ -57,7 +62,11 @@ const CONFIGS = {
     env: { DYN_DYNAMO_REQUEST_QUEUE_LIMIT: '4' },
     frontend: ['--active-decode-blocks-threshold', '0.5', '--router-mode', 'least-loaded'],
   },
-  best: BEST,
+  // --engine-request-limit auto alone: N from the engine's max_num_seqs, what a new user tries first.
+  auto: { sidecar: ['--engine-request-limit', 'auto'], env: {}, frontend: [] },
+  tuned: BEST,
+  // Filled in with the run's --slo-ttft-ms below.
+  slo: { sidecar: ['--ttft-slo-ms'], env: {}, frontend: ['--ttft-slo-ms'] },
 } as const;
 type ConfigName = keyof typeof CONFIGS;
 
@@ -69,14 +78,15 @@ const { values } = parseArgs({
     multiples: { type: 'string', default: '0.25,0.5,0.8,1,2,4,8' },
     'point-s': { type: 'string', default: '20' },
     repeats: { type: 'string', default: '3' },
-    configs: { type: 'string', default: 'unprotected,dynamo,best' },
+    configs: { type: 'string', default: 'unprotected,dynamo,tuned,slo' },
+    preset: { type: 'string', default: DEFAULT_PRESET },
     mix: { type: 'string', default: 'fixed' },
     'slo-ttft-ms': { type: 'string', default: '500' },
     'slo-itl-ms': { type: 'string', default: '50' },
     seed: { type: 'string', default: '1' },
     'grace-s': { type: 'string', default: '30' },
-    'best-args': { type: 'string' },
-    'best-frontend-args': { type: 'string' },
+    'tuned-args': { type: 'string' },
+    'tuned-frontend-args': { type: 'string' },
     out: { type: 'string', default: 'bench/results/overload' },
     help: { type: 'boolean', default: false },
   },
@@ -102,6 +112,7 @@ const problems = [
   ...(values.capacity === undefined || Number(values.capacity) > 0 ? [] : ['--capacity must be > 0']),
   ...(graceS >= 0 ? [] : ['--grace-s must be >= 0']),
   ...(values.mix in MIXES ? [] : [`--mix must be one of ${Object.keys(MIXES).join(', ')}`]),
+  ...(isPresetName(values.preset) ? [] : [`--preset must be one of ${PRESET_NAMES.join(', ')}`]),
 ];
 if (problems.length > 0) {
   console.error(`${problems.join('\n')}\n${HELP}`);
@@ -110,12 +121,16 @@ if (problems.length > 0) {
 
 /** Two engines, a sidecar in front of each, the frontend over both, in one configuration. */
 function startConfig(config: ConfigName): Promise<System> {
-  const given = config === 'best' ? { sidecar: values['best-args'], frontend: values['best-frontend-args'] } : {};
-  return startSystem({
-    ...CONFIGS[config],
-    sidecar: argsOr(given.sidecar, CONFIGS[config].sidecar),
-    frontend: argsOr(given.frontend, CONFIGS[config].frontend),
-  });
+  const given = config === 'tuned' ? { sidecar: values['tuned-args'], frontend: values['tuned-frontend-args'] } : {};
+  const withSlo = (args: readonly string[]): string[] => (config === 'slo' ? [...args, String(slo.sloTtftMs)] : [...args]);
+  return startSystem(
+    {
+      ...CONFIGS[config],
+      sidecar: argsOr(given.sidecar, withSlo(CONFIGS[config].sidecar)),
+      frontend: argsOr(given.frontend, withSlo(CONFIGS[config].frontend)),
+    },
+    values.preset,
+  );
 }
 
 const bar = new ProgressBar();

@@ -121,8 +121,7 @@ export function parseFrontendConfig(flags: FrontendRawFlags, env: Env): Frontend
       active_prefill_tokens_threshold: threshold(read, 'activePrefillTokensThreshold', 'integer'),
       active_prefill_tokens_threshold_frac: threshold(read, 'activePrefillTokensThresholdFrac', 'non-negative'),
     }),
-    // 0 = off, as unset.
-    maxPredictedTtftMs: read.integer('maxPredictedTtftMs', 0, MAX_PREDICTED_TTFT_MS) || null,
+    maxPredictedTtftMs: ttftSlo(read),
     priorityThresholdScale: priorityThresholdScale(read),
     defaultPriority: defaultPriority(read),
     tenantMaxInflight: read.integer('tenantMaxInflight', 0, 1_000_000),
@@ -234,4 +233,17 @@ function parseWorkers(read: Reader, flagValues: readonly string[] | undefined): 
     }
   }
   return Object.freeze(addresses);
+}
+
+/** --ttft-slo-ms, or its older name --max-predicted-ttft-ms (0 = off, as unset); both given must agree. */
+function ttftSlo(read: Reader): number | null {
+  const slo = read.integer('ttftSloMs', 1, MAX_PREDICTED_TTFT_MS);
+  const older = read.integer('maxPredictedTtftMs', 0, MAX_PREDICTED_TTFT_MS) || null;
+  if (slo !== undefined && older !== null && slo !== older) {
+    read.report(
+      read.raw('ttftSloMs')!.source,
+      ` and ${read.raw('maxPredictedTtftMs')!.source} are one setting (the older name) and disagree: ${slo} vs ${older}`,
+    );
+  }
+  return slo ?? older;
 }

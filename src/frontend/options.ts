@@ -63,11 +63,17 @@ export const FRONTEND_OPTIONS = {
     defaultText: 'unset (check off)',
     help: 'busy when active_prefill_tokens > this * max_num_batched_tokens; >= 0, "None" = off',
   },
+  ttftSloMs: {
+    flag: '--ttft-slo-ms <ms>',
+    env: 'DYN_FRONTEND_TTFT_SLO_MS',
+    defaultText: 'unset (check off)',
+    help: "the time-to-first-token SLO: a worker is busy for a request whose predicted TTFT there exceeds it, and a request no worker can serve within it gets 529 at once. The prediction is the request's own where the worker's sidecar runs with --ttft-slo-ms (its published prefill model, the prefill ahead, this prompt; the same function the sidecar admits by), else the worker's predicted_ttft_ms (an unknown prediction is never busy). A request's x-slo-ttft-ms header may tighten it, never loosen it. Integer 1..3600000; not settable through /busy_threshold",
+  },
   maxPredictedTtftMs: {
     flag: '--max-predicted-ttft-ms <ms>',
     env: 'DYN_MAX_PREDICTED_TTFT_MS',
     defaultText: 'unset (check off)',
-    help: "a fourth busy check, beyond Dynamo's three: busy when the worker's fresh predicted_ttft_ms > this (an unknown prediction is never busy); integer 1..3600000, 0 = off; not settable through /busy_threshold",
+    help: 'the older name of --ttft-slo-ms (docs/decisions.md); 0 = off. Giving both with different values is an error',
   },
   priorityThresholdScale: {
     flag: '--priority-threshold-scale <list>',

@@ -54,7 +54,22 @@ export interface LoadEvent {
    * above --max-predicted-ttft-ms.
    */
   predicted_ttft_ms: number | null;
+  /**
+   * With --ttft-slo-ms (absent or null otherwise): what a frontend needs to predict the TTFT of a
+   * request of its own length with the sidecar's own function (ttft-prediction.ts): the prefill
+   * tokens admitted or queued without a first token, the learned model (ttft_base_ms and
+   * prefill_tokens_per_s, null until learned), and the KV blocks free after reservations with the
+   * rank's block size.
+   */
+  prefill_tokens_ahead?: number | null;
+  ttft_base_ms?: number | null;
+  prefill_tokens_per_s?: number | null;
+  kv_free_blocks?: number | null;
+  kv_block_size?: number | null;
 }
+
+/** The fields of LoadEvent that admission by work (--ttft-slo-ms) fills in. */
+export type WorkLoadFields = Pick<LoadEvent, 'prefill_tokens_ahead' | 'ttft_base_ms' | 'prefill_tokens_per_s' | 'kv_free_blocks' | 'kv_block_size'>;
 
 export class InvalidSubjectNameError extends Error {
   override readonly name = 'InvalidSubjectNameError';

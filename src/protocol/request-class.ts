@@ -10,6 +10,19 @@
  */
 export const PRIORITY_HEADER = 'x-request-priority';
 export const TENANT_HEADER = 'x-tenant-id';
+/**
+ * A request's own TTFT SLO in ms (the Gateway API Inference Extension's header): it may tighten the
+ * frontend's --ttft-slo-ms, never loosen it, and the frontend sends each attempt what is left of
+ * it, so a sidecar (--ttft-slo-ms) never queues a retried request past what its client can wait.
+ */
+export const SLO_TTFT_HEADER = 'x-slo-ttft-ms';
+export const MAX_SLO_TTFT_MS = 86_400_000;
+
+/** The header's value: an integer 1..MAX_SLO_TTFT_MS, else a problem. */
+export function parseSloTtft(text: string): number | { problem: string } {
+  const ms = /^\d{1,8}$/.test(text.trim()) ? Number(text.trim()) : NaN;
+  return ms >= 1 && ms <= MAX_SLO_TTFT_MS ? ms : { problem: `must be an integer number of ms in 1..${MAX_SLO_TTFT_MS}, got ${JSON.stringify(text)}` };
+}
 
 /** vLLM's field is an int32. */
 export const MIN_PRIORITY = -(2 ** 31);

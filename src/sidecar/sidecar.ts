@@ -14,6 +14,7 @@ import { followEngineCapacity } from './load/engine-capacity.js';
 import { resolveAdvertiseAddress } from './config/advertise-address.js';
 import { formatHostPort, type HostPort } from '../platform/config/host-port.js';
 import { admissionSettingsOf, type SidecarConfig } from './config/sidecar-config.js';
+import { WorkAdmission } from './load/call-work.js';
 import { LoadReporting } from './load/load-reporting.js';
 import type { Logger } from '../platform/log.js';
 import { mulberry32 } from '../platform/prng.js';
@@ -131,6 +132,11 @@ export async function startSidecar(config: SidecarConfig, deps: SidecarDeps): Pr
   if (config.engineRequestLimitAuto) {
     followEngineCapacity(reporting.discovery, (limit) => admission.engineReported(limit), logger.child({ component: 'engine-capacity' }));
   }
+  const byWork =
+    config.ttftSloMs === undefined
+      ? undefined
+      : new WorkAdmission(config.ttftSloMs, reporting, gate, config.load.generateWire, () => realClock.now(), registry);
+  if (byWork) logger.info('admission by work', { ttft_slo_ms: config.ttftSloMs, generate_wire: config.load.generateWire });
   const admissionState = (): Record<string, unknown> => ({ engine_request: gate.inEngine, request_queue: gate.queued });
   const rejectionLog = new RejectionLog(logger, admissionState);
   const observer: CallObserver = {
@@ -156,6 +162,7 @@ export async function startSidecar(config: SidecarConfig, deps: SidecarDeps): Pr
     scheduleDispatch: new DispatchBatch().schedule,
     logger,
     observer,
+    ...(byWork && { work: byWork.work }),
   };
   const notReadyReason = (): string | undefined =>
     draining || drainAnnounced ? 'worker draining' : upstream.reachable ? undefined : upstream.unreachableReason;
@@ -206,6 +213,7 @@ export async function startSidecar(config: SidecarConfig, deps: SidecarDeps): Pr
       // What the engine told about itself (snake_case, as the rest of /load); flags win where given.
       engine: { protocol: config.load.generateWire, learned: snakeCaseKeys(reporting.discovery.known) },
       ranks: reporting.current(),
+      ...(byWork && { admission_by_work: byWork.view() }),
     }),
     admin: new AdminApi({ token: config.adminToken, control: admission, gate, logger: logger.child({ component: 'admin-api' }) }),
     logger,

@@ -32,6 +32,8 @@ export interface GenerationRequest {
   readonly priority: number;
   /** Sent as `x-tenant-id` when given. */
   readonly tenant?: string;
+  /** x-slo-ttft-ms: tightens the frontend's TTFT SLO for this request. */
+  readonly ttftSloMs?: number;
 }
 
 export interface AttemptDeps {
@@ -51,12 +53,13 @@ export async function startGeneration(deps: AttemptDeps, request: GenerationRequ
   const callClass: CallClass = request.tenant === undefined ? { priority: request.priority } : { priority: request.priority, tenant: request.tenant };
   const promptTokens = request.prompt.tokens;
   const tried = new Set<string>();
+  const startedAt = Date.now();
   // The soonest any refusing worker expects room: the client's Retry-After if every one refuses.
   let soonestPushbackMs: number | undefined;
   for (;;) {
     if (signal.aborted) throw new ClientGoneError();
     // Every attempt, a retry after a refusal included, is routed by the request's class: a low class sees workers busy sooner.
-    const decision = router.route(request.model, tried, promptTokens, request.priority, request.tenant);
+    const decision = router.route(request.model, tried, promptTokens, request.priority, request.tenant, request.ttftSloMs);
     if (decision.kind !== 'route') throw rejection(decision, soonest(soonestPushbackMs, decision.kind === 'overloaded' ? decision.retryAfterMs : undefined));
     const { target } = decision;
     if (tried.has(target.workerId)) {
@@ -68,7 +71,10 @@ export async function startGeneration(deps: AttemptDeps, request: GenerationRequ
     const inflight = endOnce(router.begin(target, promptTokens));
     let stream: WorkerStream;
     try {
-      stream = new WorkerStream(workers.generate(target, message, callClass));
+      // What is left of the request's TTFT SLO goes with each attempt: a retry may wait only that long at its worker.
+      const sloMs = ttftSloOf(request, router);
+      const attemptClass = sloMs === undefined ? callClass : { ...callClass, ttftSloMs: sloMs - (Date.now() - startedAt) };
+      stream = new WorkerStream(workers.generate(target, message, attemptClass));
     } catch (error) {
       inflight.end();
       throw new FrontendError('internal', `cannot start the worker call: ${error instanceof Error ? error.message : String(error)}`, { cause: error });
@@ -157,4 +163,11 @@ function endOnce(inflight: InFlight): InFlight {
       inflight.end();
     },
   };
+}
+
+/** The request's TTFT SLO: its own (x-slo-ttft-ms) tightening the frontend's (--ttft-slo-ms); undefined: none. */
+function ttftSloOf(request: GenerationRequest, router: Router): number | undefined {
+  const configured = router.ttftSloMs ?? undefined;
+  if (request.ttftSloMs === undefined) return configured;
+  return configured === undefined ? request.ttftSloMs : Math.min(configured, request.ttftSloMs);
 }

@@ -9,7 +9,7 @@ import * as grpc from '@grpc/grpc-js';
 import type { GenerateRequestMessage, GenerateResponseMessage } from '../../protocol/engine/engine-proto.js';
 import { vllmEngineService } from '../../protocol/engine/engine-services.js';
 import { DP_RANK_HEADER } from '../../protocol/load-event.js';
-import { PRIORITY_HEADER, TENANT_HEADER } from '../../protocol/request-class.js';
+import { PRIORITY_HEADER, SLO_TTFT_HEADER, TENANT_HEADER } from '../../protocol/request-class.js';
 import type { RouteTarget } from '../routing/contracts.js';
 import type { GrpcStatus } from '../../protocol/grpc/status.js';
 import { WorkerCredentials } from './worker-credentials.js';
@@ -38,6 +38,8 @@ export interface CallClass {
   readonly priority: number;
   /** Sent as `x-tenant-id` when given. */
   readonly tenant?: string;
+  /** What is left of the request's TTFT SLO, sent as `x-slo-ttft-ms` when there is one. */
+  readonly ttftSloMs?: number;
 }
 
 export interface WorkerClients {
@@ -87,6 +89,7 @@ export class GrpcWorkerClients implements WorkerClients {
     metadata.set(DP_RANK_HEADER, String(target.dpRank));
     metadata.set(PRIORITY_HEADER, String(callClass.priority));
     if (callClass.tenant !== undefined) metadata.set(TENANT_HEADER, callClass.tenant);
+    if (callClass.ttftSloMs !== undefined) metadata.set(SLO_TTFT_HEADER, String(Math.max(1, Math.round(callClass.ttftSloMs))));
     const callOptions: grpc.CallOptions = {};
     if (this.options.requestDeadlineMs !== undefined) callOptions.deadline = this.now() + this.options.requestDeadlineMs;
     const method = (client as unknown as { Generate: GenerateMethod }).Generate;

@@ -200,6 +200,7 @@ function generationRequest(job: CompletionJob, prompt: EncodedPrompt, requestId:
     prompt,
     priority: requestClass.priority,
     ...(requestClass.tenant === undefined ? {} : { tenant: requestClass.tenant }),
+    ...(requestClass.ttftSloMs === undefined ? {} : { ttftSloMs: requestClass.ttftSloMs }),
     ...(job.maxTokens === undefined ? {} : { maxTokens: job.maxTokens }),
     ...(job.temperature === undefined ? {} : { temperature: job.temperature }),
     ...(job.seed === undefined ? {} : { seed: job.seed }),

@@ -12,13 +12,15 @@
  * types are checked by the schema already.
  */
 import type { IncomingHttpHeaders } from 'node:http';
-import { checkPriority, checkTenant, parsePriority, PRIORITY_HEADER, TENANT_HEADER } from '../../protocol/request-class.js';
+import { checkPriority, checkTenant, parsePriority, parseSloTtft, PRIORITY_HEADER, SLO_TTFT_HEADER, TENANT_HEADER } from '../../protocol/request-class.js';
 import { FrontendError } from '../generate/errors.js';
 
 export interface RequestClass {
   readonly priority: number;
   /** undefined: anonymous. */
   readonly tenant: string | undefined;
+  /** The request's own TTFT SLO (x-slo-ttft-ms), which may tighten the frontend's, never loosen it; undefined: none. */
+  readonly ttftSloMs: number | undefined;
 }
 
 /** The body fields read here (both OpenAI bodies carry them). */
@@ -28,7 +30,13 @@ export interface ClassFields {
 }
 
 export function resolveRequestClass(headers: IncomingHttpHeaders, body: ClassFields, defaultPriority: number): RequestClass {
-  return { priority: priorityOf(headers, body, defaultPriority), tenant: tenantOf(headers, body) };
+  return { priority: priorityOf(headers, body, defaultPriority), tenant: tenantOf(headers, body), ttftSloMs: ttftSloOf(headers) };
+}
+
+function ttftSloOf(headers: IncomingHttpHeaders): number | undefined {
+  const header = headerValue(headers, SLO_TTFT_HEADER);
+  if (header === undefined) return undefined;
+  return valueOr400(parseSloTtft(header), `header ${SLO_TTFT_HEADER}`);
 }
 
 function priorityOf(headers: IncomingHttpHeaders, body: ClassFields, defaultPriority: number): number {

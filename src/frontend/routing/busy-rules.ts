@@ -17,7 +17,7 @@
  * (its issue 10564: stuck busy); here every decision is made from the current numbers only.
  */
 import type { BusyCheck, BusyRule, Thresholds } from './contracts.js';
-import type { RankReport } from './load-report.js';
+import { requestTtftMs, type RankReport } from './load-report.js';
 
 export interface MissingInput {
   readonly check: BusyCheck;
@@ -38,7 +38,7 @@ const FREE: RankVerdict = Object.freeze({ busy: false, fired: Object.freeze([]),
  * `load` undefined means unknown (no event, or stale): free. `maxPredictedTtftMs` null (or 0,
  * as the flag's "off") turns the ttft check off.
  */
-export function judgeRank(load: RankReport | undefined, thresholds: Thresholds, maxPredictedTtftMs: number | null = null): RankVerdict {
+export function judgeRank(load: RankReport | undefined, thresholds: Thresholds, maxPredictedTtftMs: number | null = null, promptTokens = 0): RankVerdict {
   if (load === undefined) return FREE;
   const fired: BusyRule[] = [];
   const missing: MissingInput[] = [];
@@ -65,7 +65,11 @@ export function judgeRank(load: RankReport | undefined, thresholds: Thresholds, 
       missing.push({ check: 'active_prefill_tokens_threshold_frac', reason: 'max_num_batched_tokens unknown' });
     } else if (prefill > frac * load.maxNumBatchedTokens) fired.push('active_prefill_tokens_threshold_frac');
   }
-  if (maxPredictedTtftMs && load.predictedTtftMs !== undefined && load.predictedTtftMs > maxPredictedTtftMs) fired.push('max_predicted_ttft_ms');
+  if (maxPredictedTtftMs) {
+    // The request's own prediction where the sidecar publishes its model (--ttft-slo-ms), else the worker's.
+    const predicted = requestTtftMs(load, promptTokens);
+    if (predicted !== undefined && predicted > maxPredictedTtftMs) fired.push('max_predicted_ttft_ms');
+  }
   return { busy: fired.length > 0, fired, missing };
 }
 
@@ -77,9 +81,14 @@ export interface WorkerVerdict {
 }
 
 /** A worker is busy only when all its ranks are; a worker with no rank known is free. */
-export function judgeWorker(ranks: readonly (RankReport | undefined)[], thresholds: Thresholds, maxPredictedTtftMs: number | null = null): WorkerVerdict {
+export function judgeWorker(
+  ranks: readonly (RankReport | undefined)[],
+  thresholds: Thresholds,
+  maxPredictedTtftMs: number | null = null,
+  promptTokens = 0,
+): WorkerVerdict {
   if (ranks.length === 0) return FREE;
-  const verdicts = ranks.map((rank) => judgeRank(rank, thresholds, maxPredictedTtftMs));
+  const verdicts = ranks.map((rank) => judgeRank(rank, thresholds, maxPredictedTtftMs, promptTokens));
   const busy = verdicts.every((v) => v.busy);
   const fired = busy ? [...new Set(verdicts.flatMap((v) => v.fired))] : [];
   const seen = new Set<string>();

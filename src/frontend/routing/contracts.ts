@@ -90,7 +90,9 @@ export interface Router {
    * overload leases apply (worker-pool.ts): a worker refusing only less urgent requests, or
    * other tenants', is still tried.
    */
-  route(model: string, tried: ReadonlySet<string>, promptTokens: number, priority?: number, tenant?: string): RouteDecision;
+  route(model: string, tried: ReadonlySet<string>, promptTokens: number, priority?: number, tenant?: string, ttftSloMs?: number): RouteDecision;
+  /** The frontend's TTFT SLO (--ttft-slo-ms); null or absent: none. */
+  readonly ttftSloMs?: number | null;
   /** Counts an attempt at `target` until end() (the caller ends it however the attempt ends). */
   begin(target: RouteTarget, promptTokens: number): InFlight;
   /**

@@ -8,6 +8,7 @@
  * wrongly: worker_id must be an unsigned integer (number or decimal string, u64 ids exceed JSON's
  * safe integers), counters must be finite and >= 0, the address must be host:port.
  */
+import { blocksFor, predictTtftMs, prefillModelOf, type PrefillModel } from '../../protocol/ttft-prediction.js';
 
 export interface RankReport {
   /** Decimal string: u64 ids beyond 2^53 stay exact. */
@@ -40,6 +41,30 @@ export interface RankReport {
    * for its first token. undefined when absent, null or not believable (see predictedTtftOf).
    */
   readonly predictedTtftMs: number | undefined;
+  /**
+   * With the sidecar's --ttft-slo-ms: its learned prefill model, the prefill tokens ahead, and the
+   * KV blocks free after reservations (with their block size), from which requestTtftMs predicts
+   * a request's own TTFT. undefined when absent or not believable.
+   */
+  readonly ttftModel: PrefillModel | undefined;
+  readonly prefillTokensAhead: number | undefined;
+  readonly kvFreeBlocks: number | undefined;
+  readonly kvBlockSize: number | undefined;
+}
+
+/**
+ * The TTFT a request of `promptTokens` would see at this rank, by the sidecar's own prediction
+ * (ttft-prediction.ts) with `sentTokens` more prefill ahead (what this frontend sent since the
+ * report, which the report cannot include); a request whose blocks do not fit the free KV waits
+ * for room, which the report's predicted_ttft_ms stands for. Without a published model, the
+ * report's predicted_ttft_ms; undefined when neither is known.
+ */
+export function requestTtftMs(report: RankReport, promptTokens: number, sentTokens = 0): number | undefined {
+  const model = report.ttftModel;
+  if (!model) return report.predictedTtftMs;
+  const predicted = predictTtftMs(model, { prefillTokensAhead: (report.prefillTokensAhead ?? 0) + sentTokens, promptTokens });
+  const fits = report.kvFreeBlocks === undefined || report.kvBlockSize === undefined || blocksFor(promptTokens, report.kvBlockSize) <= report.kvFreeBlocks;
+  return fits ? predicted : Math.max(predicted, report.predictedTtftMs ?? 0);
 }
 
 /** Whom a worker's overload refuses: calls of `priority` or less urgent (-Infinity: all), of `tenants` (null: all). */
@@ -99,6 +124,14 @@ function predictedTtftOf(value: unknown): number | undefined {
   return typeof n === 'number' && Number.isFinite(n) && n >= 0 && n <= MAX_PREDICTED_TTFT_MS ? n : undefined;
 }
 
+/** Advice fields (as predicted_ttft_ms): a value not understood reads as unknown instead of refusing the event. */
+function adviceOf(value: unknown): number | undefined {
+  const n = typeof value === 'string' && /^\d{1,15}$/.test(value) ? Number(value) : value;
+  return typeof n === 'number' && Number.isFinite(n) && n >= 0 && n <= Number.MAX_SAFE_INTEGER ? n : undefined;
+}
+
+const positive = (n: number | undefined): number | undefined => (n === undefined || n === 0 ? undefined : n);
+
 function optionalString(record: Record<string, unknown>, field: string): string | undefined {
   const value = record[field];
   if (value === undefined || value === null || value === '') return undefined;
@@ -153,5 +186,9 @@ export function parseRankReport(value: unknown): RankReport {
     requestQueue: optionalCount(record, 'request_queue'),
     engineRequestLimit: optionalCount(record, 'engine_request_limit'),
     predictedTtftMs: predictedTtftOf(record['predicted_ttft_ms']),
+    ttftModel: prefillModelOf(adviceOf(record['ttft_base_ms']), adviceOf(record['prefill_tokens_per_s'])),
+    prefillTokensAhead: adviceOf(record['prefill_tokens_ahead']),
+    kvFreeBlocks: adviceOf(record['kv_free_blocks']),
+    kvBlockSize: positive(adviceOf(record['kv_block_size'])),
   };
 }

@@ -35,7 +35,7 @@ import type {
   ThresholdApi,
   Thresholds,
 } from './contracts.js';
-import type { RankReport } from './load-report.js';
+import { requestTtftMs, type RankReport } from './load-report.js';
 import { priorityClassOf, scaleThresholds } from './priority-classes.js';
 import { leasedFor, type RankState, type RequestClassRef, type WorkerPool, type WorkerState } from './worker-pool.js';
 
@@ -75,6 +75,10 @@ export class WorkerRouter implements Router {
     private readonly deps: RouterDeps,
   ) {}
 
+  get ttftSloMs(): number | null {
+    return this.options.maxPredictedTtftMs;
+  }
+
   models(): string[] {
     const models = new Set<string>();
     for (const worker of this.deps.pool.all()) if (worker.model !== undefined) models.add(worker.model);
@@ -87,7 +91,7 @@ export class WorkerRouter implements Router {
     return false;
   }
 
-  route(model: string, tried: ReadonlySet<string>, promptTokens: number, priority?: number, tenant?: string): RouteDecision {
+  route(model: string, tried: ReadonlySet<string>, promptTokens: number, priority?: number, tenant?: string, ttftSloMs?: number): RouteDecision {
     const { pool } = this.deps;
     const now = this.deps.now();
     if (pool.size === 0) return { kind: 'no_workers' };
@@ -99,7 +103,9 @@ export class WorkerRouter implements Router {
     // The request's class scales every threshold, the fourth check's included (priority-classes.ts).
     const { scale } = priorityClassOf(this.deps.thresholds.priorityScales(model), priority);
     const thresholds = scaleThresholds(this.deps.thresholds.get(model), scale);
-    const maxPredictedTtftMs = this.options.maxPredictedTtftMs === null ? null : this.options.maxPredictedTtftMs * scale;
+    // The TTFT SLO (--ttft-slo-ms), scaled by the class; a request's own (x-slo-ttft-ms) may only tighten it.
+    const configured = this.options.maxPredictedTtftMs === null ? null : this.options.maxPredictedTtftMs * scale;
+    const maxPredictedTtftMs = ttftSloMs === undefined ? configured : Math.min(configured ?? Infinity, ttftSloMs);
     const checks: Partial<Record<BusyRule, number>> = {};
     let busy = 0;
     let overloaded = 0;
@@ -117,7 +123,7 @@ export class WorkerRouter implements Router {
         continue;
       }
       const fresh = this.freshRanks(worker, now);
-      const verdict = judgeWorker([...fresh.values()], thresholds, maxPredictedTtftMs);
+      const verdict = judgeWorker([...fresh.values()], thresholds, maxPredictedTtftMs, promptTokens);
       this.logMissing(worker, verdict.missing);
       if (verdict.busy) {
         busy++;
@@ -133,7 +139,11 @@ export class WorkerRouter implements Router {
     const chosen = this.pick(free, promptTokens);
     return {
       kind: 'route',
-      target: { workerId: chosen.worker.workerId, address: chosen.worker.address!, dpRank: this.pickRank(chosen, thresholds, maxPredictedTtftMs) },
+      target: {
+        workerId: chosen.worker.workerId,
+        address: chosen.worker.address!,
+        dpRank: this.pickRank(chosen, thresholds, maxPredictedTtftMs, promptTokens),
+      },
     };
   }
 
@@ -223,7 +233,7 @@ export class WorkerRouter implements Router {
     const rotated = [...free.slice(start), ...free.slice(0, start)];
     switch (this.options.mode) {
       case 'predicted-ttft':
-        return fastest(rotated);
+        return fastest(rotated, promptTokens);
       case 'round-robin':
         return rotated[0]!;
       case 'random':
@@ -247,11 +257,11 @@ export class WorkerRouter implements Router {
   }
 
   /** The free rank with the least load; rank 0 when the worker reported none. */
-  private pickRank(candidate: Candidate, thresholds: Thresholds, maxPredictedTtftMs: number | null): number {
+  private pickRank(candidate: Candidate, thresholds: Thresholds, maxPredictedTtftMs: number | null, promptTokens: number): number {
     let best: { index: number; load: number } | undefined;
     for (const [index, rank] of candidate.worker.ranks) {
       const report = candidate.fresh.get(index);
-      if (judgeRank(report, thresholds, maxPredictedTtftMs).busy) continue;
+      if (judgeRank(report, thresholds, maxPredictedTtftMs, promptTokens).busy) continue;
       const load = rankLoad(rank, report);
       if (!best || load < best.load) best = { index, load };
     }
@@ -286,24 +296,33 @@ export class WorkerRouter implements Router {
  * - it has no tolerance to tune (scale-free); the 1 ms floor keeps a 0 prediction growing with n.
  * It over-spreads a burst when the fastest worker has free slots: it errs toward least-loaded.
  *
+ * A worker whose sidecar publishes its prefill model (--ttft-slo-ms) is scored by the request's
+ * own prediction instead (requestTtftMs: its prefill ahead, plus this prompt for each call sent
+ * since the report, plus this prompt), without the (1 + n) guess: the tokens sent are counted.
+ *
  * A worker with no prediction (a new sidecar before its first token, an older sidecar, a Dynamo
  * worker, a stale report) scores as the best known P, so it gets a share like the fastest one
  * and is never starved. With no prediction known at all, least-loaded. Ties keep the rotation.
  */
-function fastest(rotated: readonly Candidate[]): Candidate {
-  const predictions = new Map(rotated.map((c) => [c, predictedTtft(c)]));
-  const known = [...predictions.values()].filter((p) => p !== undefined);
+function fastest(rotated: readonly Candidate[], promptTokens: number): Candidate {
+  const predictions = new Map(rotated.map((c) => [c, predictedTtft(c, promptTokens)]));
+  const known = [...predictions.values()].flatMap((p) => (p === undefined ? [] : [p.ms]));
   if (known.length === 0) return minBy(rotated, leastLoaded);
   const best = Math.min(...known);
-  return minBy(rotated, (c) => Math.max(predictions.get(c) ?? best, 1) * (1 + c.worker.sentSinceReport));
+  return minBy(rotated, (c) => {
+    const p = predictions.get(c);
+    return p?.own ? p.ms : Math.max(p?.ms ?? best, 1) * (1 + c.worker.sentSinceReport);
+  });
 }
 
-/** The lowest prediction over the worker's fresh ranks (a sidecar gives every rank its one estimate). */
-function predictedTtft(candidate: Candidate): number | undefined {
-  let lowest: number | undefined;
+/** The lowest prediction over the worker's fresh ranks, and whether it is the request's own (a published model). */
+function predictedTtft(candidate: Candidate, promptTokens: number): { ms: number; own: boolean } | undefined {
+  let lowest: { ms: number; own: boolean } | undefined;
+  const sentTokens = candidate.worker.sentSinceReport * promptTokens;
   for (const report of candidate.fresh.values()) {
-    const p = report?.predictedTtftMs;
-    if (p !== undefined && (lowest === undefined || p < lowest)) lowest = p;
+    if (!report) continue;
+    const ms = requestTtftMs(report, promptTokens, sentTokens);
+    if (ms !== undefined && (lowest === undefined || ms < lowest.ms)) lowest = { ms, own: report.ttftModel !== undefined };
   }
   return lowest;
 }

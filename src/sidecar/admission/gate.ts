@@ -13,9 +13,15 @@
  * are admitted (prefills share the engine's step budget, and its own waiting queue is FIFO
  * behind them); holding the excess here instead keeps them where they can be refused at once.
  *
+ * With a budget (setBudget: the KV ledger of --ttft-slo-ms, kv-ledger.ts) a call also needs its
+ * cost to fit: the gate tells the budget every move of a call that carries a cost, exactly once
+ * each (queued, left the queue, took a slot, first token, gave the slot back), and the queue's
+ * next waiter waits while its cost does not fit (strict order, as vLLM's FCFS scheduler stops at
+ * the first request whose blocks do not fit).
+ *
  * Invariants, true after every public method returns:
  *   0 <= awaitingFirst <= inEngine,  0 <= queued,
- *   queued > 0  =>  inEngine >= limit  or  awaitingFirst >= firstTokenLimit;
+ *   queued > 0  =>  inEngine >= limit  or  awaitingFirst >= firstTokenLimit  or  the next waiter's cost does not fit;
  *   every waiter leaves the queue exactly once: admitted, cancelled, or displaced;
  *   inEngine and awaitingFirst only grow from below their limits (a call is admitted only while
  *   inEngine < limit and awaitingFirst < firstTokenLimit), and queued only from below queueLimit.
@@ -60,6 +66,22 @@ export interface OnAdmit {
   onDisplaced(): void;
 }
 
+/**
+ * What a call's cost counts against beside the slots (kv-ledger.ts). `fits` is asked before a call
+ * with a cost is admitted; the rest are told, once per call and move. Must not throw.
+ */
+export interface AdmissionBudget<Cost> {
+  fits(cost: Cost): boolean;
+  queued(cost: Cost): void;
+  /** Out of the queue without a slot (cancelled, displaced, timed out). */
+  unqueued(cost: Cost): void;
+  /** Took an engine slot (from the queue or at once). */
+  take(cost: Cost): void;
+  firstToken(cost: Cost): void;
+  /** Gave its slot back. */
+  give(cost: Cost): void;
+}
+
 const REJECTED: Admission = Object.freeze({ kind: 'rejected' });
 
 class Waiter extends QueuedCall implements QueueTicket {
@@ -69,6 +91,7 @@ class Waiter extends QueuedCall implements QueueTicket {
     private readonly unlink: (waiter: Waiter) => void,
     readonly onAdmit: OnAdmit,
     callClass: CallClass,
+    readonly cost: unknown,
   ) {
     super(callClass);
   }
@@ -84,26 +107,29 @@ class SlotPermit implements Permit {
   released = false;
   private awaitingFirst = true;
 
-  constructor(private readonly gate: SlotOwner) {}
+  constructor(
+    private readonly gate: SlotOwner,
+    private readonly cost: unknown,
+  ) {}
 
   firstToken(): void {
     if (!this.awaitingFirst || this.released) return;
     this.awaitingFirst = false;
-    this.gate.freeFirstToken();
+    this.gate.freeFirstToken(this.cost);
   }
 
   release(): void {
     if (this.released) return;
     this.released = true;
-    this.gate.freeSlot(this.awaitingFirst);
+    this.gate.freeSlot(this.awaitingFirst, this.cost);
     this.awaitingFirst = false;
   }
 }
 
 /** What a permit gives back to its gate. */
 interface SlotOwner {
-  freeFirstToken(): void;
-  freeSlot(wasAwaitingFirst: boolean): void;
+  freeFirstToken(cost: unknown): void;
+  freeSlot(wasAwaitingFirst: boolean, cost: unknown): void;
 }
 
 export class AdmissionGate implements SlotOwner {
@@ -116,6 +142,7 @@ export class AdmissionGate implements SlotOwner {
   private limitValue: number;
   private queueLimitValue: number;
   private firstTokenLimitValue: number;
+  private budget: AdmissionBudget<unknown> | undefined;
 
   // Subscribers to every change of inEngine or queued (load reporting, the drain). An array, read
   // on the hot path; subscribing and unsubscribing are rare.
@@ -155,9 +182,30 @@ export class AdmissionGate implements SlotOwner {
     return this.awaitingFirstCount;
   }
 
-  /** Whether a call arriving now would be admitted at once (it would otherwise queue or be refused). */
+  /** Whether a call arriving now would be admitted at once (it would otherwise queue or be refused); with a cost, whether that cost fits too. */
   get hasRoom(): boolean {
     return this.room.size === 0 && this.roomInEngine();
+  }
+
+  /** Whether a call of this cost (undefined: none) arriving now would be admitted at once. */
+  hasRoomFor(cost: unknown): boolean {
+    return this.hasRoom && (cost === undefined || this.budget === undefined || this.budget.fits(cost));
+  }
+
+  /**
+   * What calls' costs count against from now on (once, at start, before any call with a cost):
+   * the KV ledger of --ttft-slo-ms. Calls without a cost are unaffected.
+   */
+  setBudget<Cost>(budget: AdmissionBudget<Cost>): void {
+    this.budget = budget;
+  }
+
+  /** The budget has more room than before (a call ended elsewhere, the engine reported more blocks): the queue moves if it can. */
+  budgetChanged(): void {
+    if (this.handingOff) return;
+    const before = this.room.size;
+    this.handOff();
+    if (this.room.size !== before) this.changed();
   }
 
   /**
@@ -227,12 +275,13 @@ export class AdmissionGate implements SlotOwner {
    * queue gives up for this class: waiting-room.ts), or reject. `onAdmit` is only called for a
    * queued call, later: when it reaches a slot, or when it is displaced in turn.
    */
-  acquire(onAdmit: OnAdmit, callClass: CallClass = DEFAULT_CALL_CLASS): Admission {
-    if (this.hasRoom) {
+  acquire(onAdmit: OnAdmit, callClass: CallClass = DEFAULT_CALL_CLASS, cost?: unknown): Admission {
+    if (this.hasRoomFor(cost)) {
       this.engineCount++;
       this.awaitingFirstCount++;
+      if (cost !== undefined) this.budget?.take(cost);
       this.changed();
-      return { kind: 'admitted', permit: new SlotPermit(this) };
+      return { kind: 'admitted', permit: new SlotPermit(this, cost) };
     }
     let displaced: Waiter | undefined;
     if (this.room.size >= this.queueLimitValue) {
@@ -241,9 +290,11 @@ export class AdmissionGate implements SlotOwner {
       if (!displaced) return REJECTED;
       displaced.waiting = false;
       this.room.remove(displaced);
+      this.unbudget(displaced);
     }
-    const waiter = new Waiter(this.unlinkWaiter, onAdmit, callClass);
+    const waiter = new Waiter(this.unlinkWaiter, onAdmit, callClass, cost);
     this.room.add(waiter);
+    if (cost !== undefined) this.budget?.queued(cost);
     this.changed();
     // Told last, with the queue already in its new state: its answer may run any code.
     displaced?.onAdmit.onDisplaced();
@@ -253,19 +304,26 @@ export class AdmissionGate implements SlotOwner {
   private unlink(waiter: Waiter): void {
     waiter.waiting = false;
     this.room.remove(waiter);
+    this.unbudget(waiter);
     this.changed();
   }
 
+  private unbudget(waiter: Waiter): void {
+    if (waiter.cost !== undefined) this.budget?.unqueued(waiter.cost);
+  }
+
   /** For SlotPermit only. */
-  freeFirstToken(): void {
+  freeFirstToken(cost: unknown): void {
     this.awaitingFirstCount--;
+    if (cost !== undefined) this.budget?.firstToken(cost);
     this.freed();
   }
 
   /** For SlotPermit only. */
-  freeSlot(wasAwaitingFirst: boolean): void {
+  freeSlot(wasAwaitingFirst: boolean, cost: unknown): void {
     this.engineCount--;
     if (wasAwaitingFirst) this.awaitingFirstCount--;
+    if (cost !== undefined) this.budget?.give(cost);
     this.freed();
   }
 
@@ -286,11 +344,14 @@ export class AdmissionGate implements SlotOwner {
       // A loop, not recursion: an onAdmit that releases at once (upstream refused) frees the
       // slot again, and the next waiter gets it here without growing the stack.
       while (this.room.size > 0 && this.roomInEngine()) {
+        const next = this.room.peekNext() as Waiter;
+        if (next.cost !== undefined && this.budget && !this.budget.fits(next.cost)) break; // strict order: it waits for room, and those behind it too
         const waiter = this.room.takeNext() as Waiter;
         waiter.waiting = false;
         this.engineCount++;
         this.awaitingFirstCount++;
-        waiter.onAdmit.onAdmitted(new SlotPermit(this));
+        if (waiter.cost !== undefined) this.budget?.take(waiter.cost);
+        waiter.onAdmit.onAdmitted(new SlotPermit(this, waiter.cost));
       }
     } finally {
       this.handingOff = false;

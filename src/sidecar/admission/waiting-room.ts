@@ -158,22 +158,25 @@ export class WaitingRoom {
     this.count--;
   }
 
+  /** The call takeNext would take, left in place; undefined when none waits. */
+  peekNext(): QueuedCall | undefined {
+    const longest = this.oldest;
+    if (!longest || this.passedOver >= this.starvationLimit) return longest;
+    const queue = this.priorities[0]!;
+    return queue.round[queue.cursor]!.head!;
+  }
+
   /** Takes out and returns the call that gets the next free slot; undefined when none waits. */
   takeNext(): QueuedCall | undefined {
-    const longest = this.oldest;
-    if (!longest) return undefined;
-    let call: QueuedCall;
-    if (this.passedOver >= this.starvationLimit) {
-      call = longest;
-    } else {
+    const call = this.peekNext();
+    if (!call) return undefined;
+    if (this.passedOver < this.starvationLimit) {
       const queue = this.priorities[0]!;
-      const turn = queue.round[queue.cursor]!;
-      call = turn.head!;
       // The tenant had its turn: the next one in the round is up (if this call empties the
       // tenant, leaving the round moves the cursor onto the next one by itself).
-      if (turn.size > 1) queue.cursor = (queue.cursor + 1) % queue.round.length;
+      if (queue.round[queue.cursor]!.size > 1) queue.cursor = (queue.cursor + 1) % queue.round.length;
     }
-    this.passedOver = call === longest ? 0 : this.passedOver + 1;
+    this.passedOver = call === this.oldest ? 0 : this.passedOver + 1;
     this.remove(call);
     return call;
   }

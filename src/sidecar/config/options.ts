@@ -103,6 +103,11 @@ export const SIDECAR_OPTIONS = {
     default: 0,
     help: 'a call joins the queue only if its expected wait (from how fast slots and first tokens have come free lately) fits within this and within its own deadline; otherwise it gets RESOURCE_EXHAUSTED at once with that expected wait as its pushback, so the frontend can go elsewhere now instead of after the wait. Until a call has ended there is no estimate, and a call that finds no room is refused at once with --retry-pushback-ms; 0 = off (the queue timeout still applies)',
   },
+  ttftSloMs: {
+    flag: '--ttft-slo-ms <ms>',
+    env: 'DYN_SIDECAR_TTFT_SLO_MS',
+    help: "the time-to-first-token SLO, the one number admission needs: set, each Generate call is admitted by its own work, not by a count. The sidecar reads the call's prompt and max_tokens, reserves its KV blocks (prompt + a learned 90th percentile of outputs) against the engine's cache, learns the engine's prefill rate from first tokens, and refuses at once (RESOURCE_EXHAUSTED, pushback = the predicted wait) a call whose predicted TTFT (prefill ahead + its own + its wait for KV room) exceeds the SLO or its deadline; a call that must wait queues only while it can still make the SLO. N and Q stay hard ceilings (--engine-request-limit auto gives N). Integer ms 1..86400000; unset = off (admission by counts alone)",
+  },
   priorityStarvationLimit: {
     flag: '--priority-starvation-limit <n>',
     env: 'DYN_SIDECAR_PRIORITY_STARVATION_LIMIT',

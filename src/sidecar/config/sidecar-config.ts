@@ -47,6 +47,8 @@ export interface SidecarConfig {
   readonly firstTokenLimit: number | undefined;
   /** A call whose expected queue wait exceeds this is refused at once; 0: off. */
   readonly maxQueueWaitMs: number;
+  /** --ttft-slo-ms: admit by KV budget and predicted TTFT (slo-admission.ts); undefined: off. */
+  readonly ttftSloMs: number | undefined;
   /** Admissions from the queue in a row that may pass over the call waiting longest. */
   readonly priorityStarvationLimit: number;
   /** The priority of a call without x-request-priority. */
@@ -175,6 +177,9 @@ export const LIVE_SETTINGS = {
 } as const satisfies Partial<Record<SidecarOptionKey, { min: number; max: number } | readonly string[]>>;
 export type LiveSettingKey = keyof typeof LIVE_SETTINGS;
 /** Live settings that may be unset: `null` in the admin API's JSON. */
+/** A day: an SLO longer than that is a typo. */
+export const MAX_TTFT_SLO_MS = 86_400_000;
+
 export const NULLABLE_SETTINGS: ReadonlySet<LiveSettingKey> = new Set(['engineRequestLimit', 'firstTokenLimit']);
 /** The admission settings in force; the admin API and SIGHUP replace them as a whole. */
 export type AdmissionSettings = Pick<SidecarConfig, LiveSettingKey>;
@@ -246,6 +251,7 @@ export function parseSidecarConfig(flags: RawFlags, env: Env, readFile: (path: s
     adaptiveMinLimit: read.integer('adaptiveMinLimit', LIVE_SETTINGS.adaptiveMinLimit.min, LIVE_SETTINGS.adaptiveMinLimit.max),
     firstTokenLimit: read.integer('firstTokenLimit', LIVE_SETTINGS.firstTokenLimit.min, LIVE_SETTINGS.firstTokenLimit.max),
     maxQueueWaitMs: read.integer('maxQueueWaitMs', LIVE_SETTINGS.maxQueueWaitMs.min, LIVE_SETTINGS.maxQueueWaitMs.max),
+    ttftSloMs: read.integer('ttftSloMs', 1, MAX_TTFT_SLO_MS),
     priorityStarvationLimit: read.integer('priorityStarvationLimit', 1, 1_000_000),
     defaultPriority: read.integer('defaultPriority', MIN_PRIORITY, MAX_PRIORITY),
     metricsMaxTenants: read.integer('metricsMaxTenants', 0, 10_000),
@@ -260,6 +266,10 @@ export function parseSidecarConfig(flags: RawFlags, env: Env, readFile: (path: s
     load: Object.freeze(parseLoadConfig(read)),
     tls: Object.freeze(parseTlsConfig(read)),
   };
+  // An SLO with no ceiling given: auto is the ceiling's default (N from the engine's capacity).
+  if (config.ttftSloMs !== undefined && config.engineRequestLimit === undefined && !read.raw('engineRequestLimit')) {
+    Object.assign(config, { engineRequestLimit: AUTO_FALLBACK_LIMIT, engineRequestLimitAuto: true });
+  }
   const bounds = pushbackBoundsProblem(config);
   if (bounds) {
     const sources = (['retryPushbackMinMs', 'retryPushbackMaxMs'] as const).flatMap((key) => read.raw(key)?.source ?? []);

@@ -223,6 +223,11 @@ export class LoadReporting {
     }
   }
 
+  /** Tells `listener` the output of every Generate call that completed (--ttft-slo-ms learns output lengths from it). */
+  onCallCompleted(listener: (outputTokens: number) => void): void {
+    this.accounting.onCompleted = listener;
+  }
+
   tap(headers: IncomingHttpHeaders): TrafficTap | undefined {
     return this.accounting.tap(headers);
   }

@@ -51,7 +51,7 @@
  */
 import { DEFAULT_DATA_PARALLEL_SIZE, DEFAULT_KV_BLOCK_SIZE, DEFAULT_LOAD_HEARTBEAT_MS } from '../config/sidecar-config.js';
 import type { ScrapedLoad } from './engine-metrics-reader.js';
-import type { LoadEvent } from '../../protocol/load-event.js';
+import type { LoadEvent, WorkLoadFields } from '../../protocol/load-event.js';
 import { MAX_LISTED_TENANTS } from '../admission/waiting-room.js';
 
 export interface LoadTrackerConfig {
@@ -133,6 +133,7 @@ interface Rank {
 }
 
 export class LoadTracker {
+  private workFields: ((rank: number) => WorkLoadFields) | undefined;
   private readonly config: LoadTrackerConfig;
   private learnedFacts: Readonly<LearnedLoadFacts> = {
     kvTotalBlocks: undefined,
@@ -365,7 +366,7 @@ export class LoadTracker {
       active_prefill_tokens: r.prefillTokens,
       kv_used_blocks: r.scrapeFresh ? (r.scraped?.kvUsedBlocks ?? null) : null,
       kv_total_blocks: r.scraped?.kvTotalBlocks ?? this.kvTotalBlocks ?? null,
-      max_num_batched_tokens: this.config.maxNumBatchedTokens ?? this.learnedFacts.maxNumBatchedTokens ?? null,
+      max_num_batched_tokens: this.maxNumBatchedTokens ?? null,
       engine_request: engineRequest,
       request_queue: requestQueue,
       engine_request_limit: limit ?? null,
@@ -379,7 +380,29 @@ export class LoadTracker {
       grpc_address: this.grpcAddress,
       heartbeat_ms: this.config.heartbeatMs ?? DEFAULT_LOAD_HEARTBEAT_MS,
       predicted_ttft_ms: predictedTtft === undefined ? null : Math.round(predictedTtft),
+      ...this.workFields?.(i),
     };
+  }
+
+  /** The KV cache of `rank` as the SLO ledger reads it (kv-ledger.ts KvGeometry): its total, block size and fresh used blocks. */
+  kvTotalBlocksOf(rank: number): number | undefined {
+    return this.ranks[rank]?.scraped?.kvTotalBlocks ?? this.kvTotalBlocks;
+  }
+  /** With --ttft-slo-ms: the events' admission-by-work fields of a rank (call-work.ts). */
+  setWorkFields(fields: (rank: number) => WorkLoadFields): void {
+    this.workFields = fields;
+  }
+
+  get maxNumBatchedTokens(): number | undefined {
+    return this.config.maxNumBatchedTokens ?? this.learnedFacts.maxNumBatchedTokens;
+  }
+  kvBlockSizeOf(rank: number): number {
+    const r = this.ranks[rank];
+    return r ? this.blockSize(r) : (this.learnedFacts.kvBlockSize ?? this.config.kvBlockSize ?? DEFAULT_KV_BLOCK_SIZE);
+  }
+  kvUsedBlocksOf(rank: number): number | undefined {
+    const r = this.ranks[rank];
+    return r?.scrapeFresh ? (r.scraped?.kvUsedBlocks ?? undefined) : undefined;
   }
 
   private blockSize(r: Rank): number {

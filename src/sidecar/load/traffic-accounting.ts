@@ -35,6 +35,9 @@ export class TrafficAccounting {
   /** Output tokens seen on all Generate calls, for tokens/s. */
   outputTokens = 0;
 
+  /** Told the output of each call that completed (the engine sent its final message), for the learned output lengths of --ttft-slo-ms. */
+  onCompleted: ((outputTokens: number) => void) | undefined;
+
   /** sglang-native: output_ids are all ids so far (SGLang's default), not deltas; set from what the engine tells. */
   cumulativeOutputIds = true;
 
@@ -76,6 +79,7 @@ class GenerateCallTap implements TrafficTap {
   private load: CallLoad | undefined;
   private outputSoFar = 0;
   private ended = false;
+  private completed = false;
 
   constructor(
     private readonly accounting: TrafficAccounting,
@@ -108,6 +112,7 @@ class GenerateCallTap implements TrafficTap {
         continue;
       }
       if (info.kind !== 'chunk' && info.kind !== 'complete') continue;
+      if (info.kind === 'complete') this.completed = true;
       // The engine's running total wins; else the message's tokens are the output so far, or new ones.
       const total = info.completionTokens ?? (info.cumulative ? info.tokens : this.outputSoFar + info.tokens);
       if (total > this.outputSoFar) {
@@ -121,5 +126,7 @@ class GenerateCallTap implements TrafficTap {
   end(): void {
     this.ended = true;
     this.load?.end();
+    if (this.completed) this.accounting.onCompleted?.(this.outputSoFar);
+    this.completed = false;
   }
 }

@@ -287,6 +287,11 @@ function rankLoad(event: LoadEvent, sequence: number): RankLoadMessage {
     predicted_ttft_ms: event.predicted_ttft_ms ?? undefined,
     overloaded_priority: event.overloaded_priority ?? undefined,
     overloaded_tenants: event.overloaded_tenants ?? [],
+    prefill_tokens_ahead: event.prefill_tokens_ahead ?? undefined,
+    ttft_base_ms: event.ttft_base_ms ?? undefined,
+    prefill_tokens_per_s: event.prefill_tokens_per_s ?? undefined,
+    kv_free_blocks: event.kv_free_blocks ?? undefined,
+    kv_block_size: event.kv_block_size ?? undefined,
   };
 }
 

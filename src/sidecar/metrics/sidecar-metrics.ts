@@ -17,10 +17,11 @@ import { DEFAULT_METRICS_MAX_TENANTS } from '../config/sidecar-config.js';
 export type UpstreamErrorKind = 'connect' | 'reset' | 'session_lost';
 /**
  * Why a call got RESOURCE_EXHAUSTED: engine and queue full on arrival, its expected queue wait too
- * long (--max-queue-wait-ms), queued past the queue timeout, or its place in a full queue taken by
- * a more urgent call (or a tenant holding fewer places).
+ * long (--max-queue-wait-ms), queued past the queue timeout, its place in a full queue taken by
+ * a more urgent call (or a tenant holding fewer places), or (--ttft-slo-ms) its predicted TTFT
+ * over the SLO, mostly from waiting for KV room (kv_budget) or from the prefill ahead (predicted_ttft).
  */
-const REJECTION_REASONS = ['queue_full', 'expected_wait', 'queue_timeout', 'displaced'] as const;
+const REJECTION_REASONS = ['queue_full', 'expected_wait', 'queue_timeout', 'displaced', 'kv_budget', 'predicted_ttft'] as const;
 const CLASS_OUTCOMES = ['admitted', 'rejected'] as const;
 type ClassOutcome = (typeof CLASS_OUTCOMES)[number];
 export type RejectionReason = (typeof REJECTION_REASONS)[number];

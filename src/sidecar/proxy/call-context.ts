@@ -5,6 +5,7 @@
  */
 import type { IncomingHttpHeaders, OutgoingHttpHeaders } from 'node:http2';
 import type { AdmissionGate } from '../admission/gate.js';
+import type { SloVerdict } from '../admission/slo-admission.js';
 import type { CallClass } from '../admission/waiting-room.js';
 import type { Logger } from '../../platform/log.js';
 import type { RejectionReason, SidecarMetrics } from '../metrics/sidecar-metrics.js';
@@ -88,8 +89,23 @@ export interface DispatchTurn {
   onDispatchTurn(): void;
 }
 
+/**
+ * Admission by work (--ttft-slo-ms): which calls are read before admission (request-peek.ts), what
+ * each costs, and the decision on it (slo-admission.ts).
+ */
+export interface CallWork {
+  /** Whether calls on this path are admitted by their work (the engine's Generate RPCs). */
+  wants(path: string | undefined): boolean;
+  /** The cost of a call with these headers and first request message (undefined: none could be read). */
+  costOf(headers: IncomingHttpHeaders, firstMessage: Uint8Array | undefined): unknown;
+  judge(cost: unknown, deadlineLeftMs: number | undefined): SloVerdict;
+  /** Bounds of the peek. */
+  readonly maxMessageBytes: number;
+  readonly peekTimeoutMs: number;
+}
+
 export interface CallContext {
-  readonly gate: Pick<AdmissionGate, 'acquire' | 'hasRoom'>;
+  readonly gate: Pick<AdmissionGate, 'acquire' | 'hasRoomFor'>;
   readonly upstream: UpstreamConnector;
   readonly metrics: CallMetrics;
   /** The retry pushback (ms) for one refusal, asked once per refusal: fixed, or adaptive (admission decides; the proxy builds the answer). */
@@ -111,4 +127,6 @@ export interface CallContext {
   /** For what a client must not see (engine addresses, internal errors). */
   readonly logger: Logger;
   readonly observer?: CallObserver;
+  /** Set with --ttft-slo-ms. */
+  readonly work?: CallWork;
 }

@@ -91,6 +91,7 @@ export function listenToEngineAndClientBody(up: UpstreamStream, down: Downstream
   up.on('drain', onEngineDrain);
   down.on('data', onClientData);
   down.on('end', onClientEnd);
+  down.resume(); // a body read ahead for admission (request-peek.ts) was paused there
 }
 
 /** Once the response headers went out: the engine's body, the client's flow control and its trailers. */

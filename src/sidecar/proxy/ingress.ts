@@ -29,6 +29,8 @@ import type { AddressInfo, Socket } from 'node:net';
 import type { HostPort } from '../../platform/config/host-port.js';
 import type { ServerTls } from '../../platform/tls/server-tls.js';
 import { parseGrpcTimeout } from '../../protocol/grpc/deadline.js';
+import { GrpcStatus } from '../../protocol/grpc/status.js';
+import { parseSloTtft, SLO_TTFT_HEADER } from '../../protocol/request-class.js';
 import { respondTrailersOnly, trailersOnlyHeaders } from '../../protocol/grpc/respond.js';
 import { CallError } from './call-error.js';
 import { callClassOf } from './call-class.js';
@@ -38,6 +40,7 @@ import type { LocalService } from './local-service.js';
 import { OpenCalls } from './open-calls.js';
 import { ProxiedCall } from './proxied-call.js';
 import { RAW_REQUEST_HEADERS, type RawHeaders } from './request-headers.js';
+import { closeGoneStream, peekFirstMessage } from './request-peek.js';
 import { STREAM_WINDOW_BYTES } from './upstream-session.js';
 
 export interface IngressOptions extends ConnectionLimitOptions {
@@ -130,7 +133,23 @@ export class Ingress {
     const callClass = callClassOf(headers, this.options.defaultPriority ?? 0);
     if (callClass instanceof CallError) return this.refuse(stream, callClass);
 
-    new ProxiedCall(context, stream, headers, deadlineAt, this.openCalls, RAW_REQUEST_HEADERS ? rawHeaders : undefined, callClass).start();
+    const call = new ProxiedCall(context, stream, headers, deadlineAt, this.openCalls, RAW_REQUEST_HEADERS ? rawHeaders : undefined, callClass);
+    const work = context.work;
+    if (!work?.wants(path)) return call.start();
+    // The request's own TTFT SLO (what its frontend has left of it): tightens the sidecar's.
+    const sloHeader = headers[SLO_TTFT_HEADER];
+    const callSloMs = typeof sloHeader === 'string' ? parseSloTtft(sloHeader) : undefined;
+    if (typeof callSloMs === 'object') return this.refuse(stream, new CallError('invalid_request', `${SLO_TTFT_HEADER} ${callSloMs.problem}`));
+    // Admission by work: the first message first (its prompt and max_tokens), within the call's deadline.
+    const peekMs = deadlineAt === undefined ? work.peekTimeoutMs : Math.max(1, Math.min(work.peekTimeoutMs, deadlineAt - context.clock.now()));
+    peekFirstMessage(stream, work.maxMessageBytes, peekMs, context.clock, {
+      message: (payload) => call.start(work.costOf(headers, payload), callSloMs),
+      truncated: () => this.refuse(stream, new CallError('invalid_request', 'the request body ended before its first message was whole')),
+      gone: () => {
+        closeGoneStream(stream);
+        context.metrics.callEnded(GrpcStatus.CANCELLED);
+      },
+    });
   }
 
   /** The drain grace period is over: every call still open ends with UNAVAILABLE (retryable elsewhere). */

@@ -68,21 +68,33 @@ export class ProxiedCall implements OpenCall, DispatchTurn, StreamFaultSink, Cal
     return this.state;
   }
 
-  /** Admission: refuse an expired call, else a slot now, a place in the queue, or RESOURCE_EXHAUSTED (full, or the wait too long). */
-  start(): void {
+  /**
+   * Admission: refuse an expired call; with a cost (--ttft-slo-ms), refuse one whose predicted
+   * TTFT cannot meet its SLO (the sidecar's, or the call's own `callSloMs` when nearer); else a slot now, a place in the queue, or RESOURCE_EXHAUSTED (full,
+   * or the wait too long).
+   */
+  start(cost?: unknown, callSloMs?: number): void {
     if (this.deadlineAt !== undefined && this.deadlineAt <= this.arrivedAt) return this.answer(new CallError('deadline_exceeded', DEADLINE_BEFORE_ENGINE));
-    const waitMs = this.ctx.gate.hasRoom
-      ? undefined
-      : this.ctx.queueRefusalMs?.(this.deadlineAt === undefined ? undefined : this.deadlineAt - this.arrivedAt, this.callClass);
+    const deadlineLeftMs = this.deadlineAt === undefined ? undefined : this.deadlineAt - this.arrivedAt;
+    let queueBudgetMs: number | undefined;
+    if (cost !== undefined && this.ctx.work) {
+      // Judged against the nearer of its deadline and its own SLO (x-slo-ttft-ms), within the sidecar's SLO.
+      const verdict = this.ctx.work.judge(cost, Math.min(deadlineLeftMs ?? Infinity, callSloMs ?? Infinity));
+      if (verdict.kind === 'refuse') return this.reject(verdict.reason, verdict.pushbackMs);
+      queueBudgetMs = verdict.queueBudgetMs;
+    }
+    const waitMs = this.ctx.gate.hasRoomFor(cost) ? undefined : this.ctx.queueRefusalMs?.(deadlineLeftMs, this.callClass);
     if (waitMs !== undefined) return this.reject('expected_wait', waitMs); // too long a wait to queue for
-    const admission = this.ctx.gate.acquire(this, this.callClass);
+    const admission = this.ctx.gate.acquire(this, this.callClass, cost);
     if (admission.kind === 'rejected') return this.reject('queue_full');
     this.openCalls?.add(this);
     listenForClientGone(this.downstream);
     if (this.deadlineAt !== undefined) this.timers.armDeadline(this.deadlineAt);
     if (admission.kind === 'admitted') return this.awaitDispatchTurn(admission.permit, this.arrivedAt);
     this.ticket = admission.ticket;
-    this.timers.armQueueTimeout(this.ctx.queueTimeoutMs, this.arrivedAt, this.deadlineAt);
+    // Queued no longer than its SLO leaves (a call that could no longer make it goes elsewhere), nor than the queue timeout.
+    const timeoutMs = Math.min(this.ctx.queueTimeoutMs || Infinity, queueBudgetMs ?? Infinity);
+    this.timers.armQueueTimeout(Number.isFinite(timeoutMs) ? timeoutMs : 0, this.arrivedAt, this.deadlineAt);
   }
 
   // ---- events ------------------------------------------------------------------------------

@@ -18,7 +18,7 @@ afterAll(() => rmSync(out, { recursive: true, force: true }));
 
 interface Run {
   config: string;
-  summary: { completed: number; rejected: number; slo?: { good: number; goodput_per_s: number } };
+  summary: { completed: number; rejected: number; slo?: { good: number; goodput_per_s: number }; ttft_ms: { p99: number | null } };
   wastedTokens: Record<string, number>;
 }
 
@@ -37,20 +37,40 @@ function sweep(args: string[]): Promise<{ code: number | null; output: string }>
 }
 
 describe('npm run bench:overload, one point', () => {
-  it('at 4x capacity serves more within the SLO with protection than without, and writes its table, JSON and plots', async () => {
-    const args = ['--capacity', '8', '--multiples', '4', '--point-s', '5', '--repeats', '1', '--configs', 'unprotected,best', '--grace-s', '2', '--out', out];
+  it('at 4x capacity on the heavy mix, the SLO alone serves more within it than auto alone, at a lower p99 TTFT, and writes its table, JSON and plots', async () => {
+    const args = [
+      '--capacity',
+      '8',
+      '--multiples',
+      '4',
+      '--point-s',
+      '5',
+      '--repeats',
+      '1',
+      '--configs',
+      'auto,slo',
+      '--mix',
+      'heavy',
+      '--grace-s',
+      '2',
+      '--out',
+      out,
+    ];
     const { code, output } = await sweep(args);
     expect(code, output.slice(-3000)).toBe(0);
     for (const file of ['overload.md', 'overload.json', 'goodput.svg', 'ttft-p99.svg']) expect(existsSync(join(out, file)), file).toBe(true);
     const { runs } = JSON.parse(readFileSync(join(out, 'overload.json'), 'utf8')) as { runs: Run[] };
-    const good = (config: string): number => runs.find((r) => r.config === config)!.summary.slo!.good;
-    expect(runs.map((r) => r.config).sort()).toEqual(['best', 'unprotected']);
-    for (const run of runs) {
-      expect(Object.keys(run.wastedTokens).sort()).toEqual(['cancelled', 'deadline', 'preempted']);
-      for (const tokens of Object.values(run.wastedTokens)) expect(tokens).toBeGreaterThanOrEqual(0);
+    const run = (config: string): Run => runs.find((r) => r.config === config)!;
+    const good = (config: string): number => run(config).summary.slo!.good;
+    expect(runs.map((r) => r.config).sort()).toEqual(['auto', 'slo']);
+    for (const each of runs) {
+      expect(Object.keys(each.wastedTokens).sort()).toEqual(['cancelled', 'deadline', 'preempted']);
+      for (const tokens of Object.values(each.wastedTokens)) expect(tokens).toBeGreaterThanOrEqual(0);
     }
     expect(readFileSync(join(out, 'overload.md'), 'utf8')).toContain('| wasted tok/s |');
-    expect(runs.find((r) => r.config === 'best')!.summary.rejected, 'the protected system refuses some of 4x').toBeGreaterThan(0);
-    expect(good('best'), `good requests: best ${good('best')}, unprotected ${good('unprotected')}`).toBeGreaterThan(good('unprotected'));
+    expect(run('slo').summary.rejected, 'the SLO refuses some of 4x').toBeGreaterThan(0);
+    expect(good('slo'), `good requests: slo ${good('slo')}, auto ${good('auto')}`).toBeGreaterThan(good('auto'));
+    const p99 = (config: string): number => run(config).summary.ttft_ms.p99 ?? Infinity;
+    expect(p99('slo'), `p99 TTFT: slo ${p99('slo')} ms, auto ${p99('auto')} ms`).toBeLessThan(p99('auto'));
   }, 180_000);
 });

@@ -42,7 +42,7 @@ describe('dynamo-sidecar frontend', () => {
     const out = (await run(['frontend', '--help'])).out.replace(/\s+/g, ' ');
     expect(out).toMatch(/--router-mode <mode> predicted-ttft \(lowest predicted_ttft_ms .*?\(env DYN_ROUTER_MODE; default predicted-ttft\)/);
     expect(out).toMatch(
-      /--max-predicted-ttft-ms <ms> a fourth busy check.*?an unknown prediction is never busy.*?\(env DYN_MAX_PREDICTED_TTFT_MS; default unset \(check off\)\)/,
+      /--ttft-slo-ms <ms> +the time-to-first-token SLO.*?an unknown prediction is never busy.*?\(env DYN_FRONTEND_TTFT_SLO_MS; default unset \(check off\)\)/,
     );
   });
 

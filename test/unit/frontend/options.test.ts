@@ -13,6 +13,8 @@ const READ: Partial<Record<FrontendOptionKey, (config: FrontendConfig) => unknow
   // Accepted and ignored (a warning when set): nothing in the config.
   admissionControl: (c) => (c.warnings.length ? c.warnings : undefined),
   tokenizer: (c) => c.tokenizerPath,
+  // One setting under two names (the older is --max-predicted-ttft-ms).
+  ttftSloMs: (c) => c.maxPredictedTtftMs,
   disableAdminApi: (c) => !c.adminApi,
   tlsCert: (c) => c.tls.http?.certFile,
   tlsKey: (c) => c.tls.http?.keyFile,

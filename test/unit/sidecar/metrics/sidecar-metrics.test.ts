@@ -69,6 +69,8 @@ describe('SidecarMetrics', () => {
       { labels: { reason: 'expected_wait' }, value: 0 },
       { labels: { reason: 'queue_timeout' }, value: 0 },
       { labels: { reason: 'displaced' }, value: 0 },
+      { labels: { reason: 'kv_budget' }, value: 0 },
+      { labels: { reason: 'predicted_ttft' }, value: 0 },
     ]);
     expect(await value('dynamo_rejection_request_total')).toBe(0);
     metrics.rejected('queue_full');
@@ -76,13 +78,17 @@ describe('SidecarMetrics', () => {
     metrics.rejected('expected_wait');
     metrics.rejected('queue_timeout');
     metrics.rejected('displaced');
+    metrics.rejected('kv_budget');
+    metrics.rejected('predicted_ttft');
     expect(await values('dynamo_sidecar_rejections_total')).toEqual([
       { labels: { reason: 'queue_full' }, value: 2 },
       { labels: { reason: 'expected_wait' }, value: 1 },
       { labels: { reason: 'queue_timeout' }, value: 1 },
       { labels: { reason: 'displaced' }, value: 1 },
+      { labels: { reason: 'kv_budget' }, value: 1 },
+      { labels: { reason: 'predicted_ttft' }, value: 1 },
     ]);
-    expect(await value('dynamo_rejection_request_total')).toBe(5);
+    expect(await value('dynamo_rejection_request_total')).toBe(7);
   });
 
   it('counts calls by priority, tenant and outcome, the first k tenants and priorities by name and the rest as other', async () => {

@@ -12,8 +12,8 @@ function recordingCall(): CallEvents & { seen: string[] } {
   });
 }
 
-function stream(call: CallEvents): EventEmitter {
-  const emitter = new EventEmitter();
+function stream(call: CallEvents): EventEmitter & { resumed: number } {
+  const emitter = Object.assign(new EventEmitter(), { resumed: 0, resume: () => emitter.resumed++ });
   (emitter as unknown as { [CALL]: CallEvents })[CALL] = call;
   return emitter;
 }
@@ -35,6 +35,7 @@ describe('call-listeners', () => {
     listenToEngineAndClientBody(up as unknown as UpstreamStream, down as unknown as DownstreamStream);
     expect(up.eventNames().sort()).toEqual(['aborted', 'close', 'drain', 'end', 'error', 'response', 'trailers']);
     expect(down.eventNames().sort()).toEqual(['data', 'end']);
+    expect(down.resumed).toBe(1); // a body read ahead for admission was left paused
     up.emit('response', { ':status': 200 }, 4);
     up.emit('trailers', { 'grpc-status': '0' });
     up.emit('error', new Error('e'));

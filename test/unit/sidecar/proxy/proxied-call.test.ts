@@ -108,6 +108,7 @@ function harness(
     blocker = held.permit;
   }
   const countingGate = {
+    hasRoomFor: (cost: unknown) => gate.hasRoomFor(cost),
     get hasRoom() {
       return gate.hasRoom;
     },

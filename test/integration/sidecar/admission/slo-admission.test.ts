@@ -1,0 +1,135 @@
+/**
+ * Admission by work (--ttft-slo-ms) against the real sidecar and the simulated engine: the
+ * sidecar learns the engine's prefill rate from first tokens, refuses at once a call whose
+ * predicted TTFT cannot meet the SLO, holds a call whose KV blocks do not fit until blocks come
+ * back, shows what it learned on GET /load and /metrics, and leaves its ledger at zero once every
+ * call has ended. Bad values of the flag exit 2 naming it.
+ */
+import * as grpc from '@grpc/grpc-js';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { startSimulatedEngine, type RunningEngine } from '../../../../src/tools/engine/index.js';
+import { runCli, startSidecarProcess, type SidecarProcess } from '../../../support/sidecar-process.js';
+import { engineClient, startGenerate, tokens } from '../../../support/vllm-client.js';
+import { waitFor } from '../../../support/wait.js';
+
+interface Ending {
+  readonly code: grpc.status;
+  readonly pushbackMs: string | undefined;
+}
+
+function call(client: grpc.Client, id: string, promptTokens: number, maxTokens: number): { ended: Promise<Ending>; cancel(): void } {
+  const stream = startGenerate(client, {
+    request_id: id,
+    tokenized: { original_text: '', input_ids: tokens(promptTokens) },
+    sampling_params: { max_tokens: maxTokens, ignore_eos: true },
+    stream: true,
+  });
+  stream.on('data', () => {});
+  stream.on('error', () => {});
+  const ended = new Promise<Ending>((resolve) =>
+    stream.on('status', (s: grpc.StatusObject) => resolve({ code: s.code, pushbackMs: s.metadata.get('grpc-retry-pushback-ms')[0]?.toString() })),
+  );
+  return { ended, cancel: () => stream.cancel() };
+}
+
+interface WorkView {
+  prefill_tokens_per_s: number | null;
+  prefill_samples: number;
+  ranks: { prefill_tokens_ahead: number; kv_reserved_blocks: number; kv_queued_blocks: number; kv_free_blocks: number | null }[];
+}
+
+const started: { stop(): Promise<unknown> }[] = [];
+const clients: grpc.Client[] = [];
+afterEach(async () => {
+  for (const c of clients.splice(0)) c.close();
+  for (const s of started.splice(0).reverse()) await s.stop();
+});
+
+async function sidecar(engine: RunningEngine, args: string[]): Promise<{ s: SidecarProcess; client: grpc.Client; work: () => Promise<WorkView> }> {
+  const s = await startSidecarProcess(['--upstream', engine.address, '--engine-metrics-url', engine.metricsUrl, ...args]);
+  started.push(s);
+  const client = engineClient(s.address);
+  clients.push(client);
+  const work = async (): Promise<WorkView> => (JSON.parse((await s.get('/load')).body) as { admission_by_work: WorkView }).admission_by_work;
+  // The engine's geometry (its KV blocks) is known once discovery or the first scrape has told it.
+  await waitFor(async () => (await work()).ranks[0]?.kv_free_blocks !== null, 'the sidecar to know the KV cache');
+  return { s, client, work };
+}
+
+describe('--ttft-slo-ms', () => {
+  let engine: RunningEngine;
+  beforeAll(async () => {
+    // 64 blocks of 16 tokens; 4,000 prefill tokens/s: a 1,000-token prompt takes about 250 ms to its first token.
+    engine = await startSimulatedEngine({
+      host: '127.0.0.1',
+      port: 0,
+      metricsPort: 0,
+      numGpuBlocks: 64,
+      blockSize: 16,
+      prefillTokensPerS: 4000,
+      decodeStepMs: 10,
+    });
+  });
+  afterAll(async () => {
+    await engine?.close();
+  });
+
+  it('learns the prefill rate, refuses at once what cannot meet the SLO (with the predicted wait as pushback), and leaks nothing', async () => {
+    const { s, client, work } = await sidecar(engine, ['--ttft-slo-ms', '400']);
+    // One call at a time, of several sizes: the prefill model's first points.
+    for (const [i, size] of [100, 300, 500, 200, 600, 400].entries()) {
+      const e = await call(client, `teach-${i}`, size, 2).ended;
+      expect(e.code).toBe(grpc.status.OK);
+    }
+    const taught = await work();
+    expect(taught.prefill_samples).toBeGreaterThanOrEqual(6);
+    expect(taught.prefill_tokens_per_s, 'a rate near the engine s 4,000 tokens/s').toBeGreaterThan(1000);
+    expect(await s.metric('dynamo_sidecar_prefill_tokens_per_second')).toBeGreaterThan(1000);
+
+    // Ten 600-token prompts at once: about 150 ms of prefill each, so only the first few fit 400 ms.
+    const burst = Array.from({ length: 10 }, (_, i) => call(client, `burst-${i}`, 600, 4));
+    const endings = await Promise.all(burst.map((c) => c.ended));
+    const refused = endings.filter((e) => e.code === grpc.status.RESOURCE_EXHAUSTED);
+    expect(endings.filter((e) => e.code !== grpc.status.RESOURCE_EXHAUSTED && e.code !== grpc.status.OK)).toEqual([]);
+    expect(refused.length, 'some of the burst cannot meet the SLO').toBeGreaterThan(0);
+    expect(refused.length, 'the first of the burst can').toBeLessThan(10);
+    for (const r of refused) expect(Number(r.pushbackMs)).toBeGreaterThan(0);
+    const byPrediction = await s.metric('dynamo_sidecar_rejections_total', 'reason="predicted_ttft"');
+    const byQueueTime = await s.metric('dynamo_sidecar_rejections_total', 'reason="queue_timeout"');
+    expect(byPrediction + byQueueTime + (await s.metric('dynamo_sidecar_rejections_total', 'reason="kv_budget"'))).toBe(refused.length);
+    expect(byPrediction, 'refused at arrival by the prediction').toBeGreaterThan(0);
+
+    // Every call has ended: the ledger is back at zero.
+    const after = await work();
+    expect(after.ranks[0]).toMatchObject({ prefill_tokens_ahead: 0, kv_reserved_blocks: 0, kv_queued_blocks: 0 });
+    expect(await s.metric('dynamo_sidecar_kv_reserved_blocks', 'dp_rank="0"')).toBe(0);
+  });
+
+  it('holds a call whose KV blocks do not fit beside those reserved, until they come back', async () => {
+    const { s, client, work } = await sidecar(engine, ['--ttft-slo-ms', '60000']);
+    // 16 + 600 tokens: 39 of the 64 blocks each, so two cannot be in the engine at once.
+    const first = call(client, 'first', 16, 600);
+    await waitFor(async () => (await s.metric('dynamo_engine_request')) === 1, 'the first call in the engine');
+    const second = call(client, 'second', 16, 600);
+    await waitFor(async () => (await s.metric('dynamo_request_queue')) === 1, 'the second call held in the queue');
+    expect(await s.metric('dynamo_engine_request'), 'although a slot is free').toBe(1);
+    expect((await work()).ranks[0]!.kv_reserved_blocks).toBe(39);
+    expect((await first.ended).code).toBe(grpc.status.OK);
+    expect((await second.ended).code).toBe(grpc.status.OK);
+    expect((await work()).ranks[0]).toMatchObject({ kv_reserved_blocks: 0, kv_queued_blocks: 0 });
+  });
+});
+
+describe('--ttft-slo-ms bad values', () => {
+  it.each([['0'], ['-5'], ['NaN'], ['86400001'], ['1.5']])('exits 2 naming the flag for %s', async (value) => {
+    const result = await runCli(['--ttft-slo-ms', value]);
+    expect(result.code).toBe(2);
+    expect(result.stderr).toContain('--ttft-slo-ms');
+  });
+
+  it('exits 2 naming the environment variable', async () => {
+    const result = await runCli([], { DYN_SIDECAR_TTFT_SLO_MS: 'soon' });
+    expect(result.code).toBe(2);
+    expect(result.stderr).toContain('DYN_SIDECAR_TTFT_SLO_MS');
+  });
+});
