@@ -67,7 +67,7 @@ export function describeFrontend(config: FrontendConfig, port: number): string {
   const set = Object.entries(config.thresholds)
     .filter(([, v]) => v !== null)
     .map(([k, v]) => `${k}=${v}`);
-  if (config.maxPredictedTtftMs !== null) set.push(`max_predicted_ttft_ms=${config.maxPredictedTtftMs}`);
+  if (config.maxPredictedTtftMs !== null) set.push(`ttft_slo_ms=${config.maxPredictedTtftMs}`);
   return `listening on ${config.tls.http ? 'https' : 'http'}://${host}:${port}, ${sources}, router ${config.routerMode}, thresholds ${set.length ? set.join(' ') : 'none (busy rejection off)'}`;
 }
 

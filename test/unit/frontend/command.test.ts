@@ -51,7 +51,7 @@ describe('dynamo-sidecar frontend', () => {
     expect(line({})).toMatch(/, router predicted-ttft, thresholds none \(busy rejection off\)$/);
     expect(line({ maxPredictedTtftMs: '0' })).toMatch(/, thresholds none \(busy rejection off\)$/);
     expect(line({ routerMode: 'kv', maxPredictedTtftMs: '500', activePrefillTokensThreshold: '10' })).toMatch(
-      /, router kv, thresholds active_prefill_tokens_threshold=10 max_predicted_ttft_ms=500$/,
+      /, router kv, thresholds active_prefill_tokens_threshold=10 ttft_slo_ms=500$/,
     );
   });
 
