@@ -13,6 +13,7 @@ import { existsSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import type { Page } from 'playwright-core';
 import { launchBrowser } from '../test/support/browser.js';
+import { DEFAULT_PRESET, engineArgs } from './lib/overload-system.js';
 import { SIDECAR_MAIN } from './lib/paths.js';
 import { cpuBetween, cpuSampler } from './lib/proc.js';
 import { localSidecarEnv, sleep, spawnProcess, stopAll } from './lib/spawn.js';
@@ -34,21 +35,7 @@ const node = (name: string, args: string[], env?: NodeJS.ProcessEnv) => spawnPro
 async function main(): Promise<void> {
   const workers: string[] = [];
   for (let i = 0; i < 2; i++) {
-    const engine = node(`engine${i}`, [
-      'engine',
-      '--host',
-      '127.0.0.1',
-      '--port',
-      '0',
-      '--metrics-port',
-      '0',
-      '--preset',
-      'llama-3.3-70b-fp8-2xh100',
-      '--num-gpu-blocks',
-      '128',
-      '--seed',
-      String(i),
-    ]);
+    const engine = node(`engine${i}`, [...engineArgs(DEFAULT_PRESET), '--seed', String(i)]);
     const [, grpc, metrics] = await engine.waitFor(/simulated engine ready grpc=(\S+) metrics=(\S+)/, 20_000);
     const sidecar = node(
       `sidecar${i}`,

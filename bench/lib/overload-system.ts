@@ -42,7 +42,8 @@ export const BEST_WITH_CLASSES: SystemConfig = {
 
 /** The workers' engines: the demo's model x GPU with the demo's small KV, so 2 workers saturate on 2 cores. */
 export const DEFAULT_PRESET = 'llama-3.3-70b-fp8-2xh100';
-const engineArgs = (preset: string): string[] => [
+/** A worker's engine command line: the preset's model x GPU with the demo's small KV, on ports of its own. */
+export const engineArgs = (preset: string): string[] => [
   'engine',
   '--preset',
   preset,

@@ -18,6 +18,12 @@ export const TENANT_HEADER = 'x-tenant-id';
 export const SLO_TTFT_HEADER = 'x-slo-ttft-ms';
 export const MAX_SLO_TTFT_MS = 86_400_000;
 
+/** The SLO in force: `own` (a request's x-slo-ttft-ms) may tighten `configured`, never loosen it; undefined: neither. */
+export function tighterSlo(configured: number | null | undefined, own: number | undefined): number | undefined {
+  if (own === undefined) return configured ?? undefined;
+  return configured === null || configured === undefined ? own : Math.min(configured, own);
+}
+
 /** The header's value: an integer 1..MAX_SLO_TTFT_MS, else a problem. */
 export function parseSloTtft(text: string): number | { problem: string } {
   const ms = /^\d{1,8}$/.test(text.trim()) ? Number(text.trim()) : NaN;

@@ -36,7 +36,7 @@ export function predictTtftMs(model: PrefillModel, question: TtftQuestion): numb
 
 /** The time the call's own prompt takes to prefill, base included (what it needs after any wait), ms. */
 export function ownPrefillMs(model: PrefillModel, promptTokens: number): number {
-  return model.baseMs + (promptTokens * 1000) / model.tokensPerS;
+  return predictTtftMs(model, { prefillTokensAhead: 0, promptTokens });
 }
 
 /** Blocks a call holds for `tokens` tokens of prompt and output. */

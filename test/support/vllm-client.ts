@@ -69,6 +69,30 @@ export function startGenerate(
   return metadata ? fn.call(client, request, metadata, callOptions) : fn.call(client, request, callOptions);
 }
 
+export interface StreamedEnding {
+  readonly code: grpc.status;
+  /** grpc-retry-pushback-ms of a refusal, as sent. */
+  readonly pushbackMs: string | undefined;
+  readonly messages: number;
+}
+
+/** A streaming Generate of `maxTokens` tokens (ignore_eos) after a prompt of `promptTokens`; `ended` resolves at its end. */
+export function streamTokens(client: grpc.Client, id: string, promptTokens: number, maxTokens: number): { ended: Promise<StreamedEnding>; cancel(): void } {
+  const stream = startGenerate(client, {
+    request_id: id,
+    tokenized: { original_text: '', input_ids: tokens(promptTokens) },
+    sampling_params: { max_tokens: maxTokens, ignore_eos: true },
+    stream: true,
+  });
+  let messages = 0;
+  stream.on('data', () => messages++);
+  stream.on('error', () => {});
+  const ended = new Promise<StreamedEnding>((resolve) =>
+    stream.on('status', (s: grpc.StatusObject) => resolve({ code: s.code, pushbackMs: s.metadata.get('grpc-retry-pushback-ms')[0]?.toString(), messages })),
+  );
+  return { ended, cancel: () => stream.cancel() };
+}
+
 export function tokens(count: number, start = 1): number[] {
   return Array.from({ length: count }, (_, i) => start + i);
 }

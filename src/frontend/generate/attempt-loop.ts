@@ -9,6 +9,7 @@
  * and carries it, and the tenant, as gRPC metadata.
  */
 import type { GenerateRequestMessage } from '../../protocol/engine/engine-proto.js';
+import { tighterSlo } from '../../protocol/request-class.js';
 import type { Logger } from '../../platform/log.js';
 import type { RequestRecord } from '../frontend-metrics.js';
 import type { EncodedPrompt } from '../text/prompt-encoding.js';
@@ -72,7 +73,7 @@ export async function startGeneration(deps: AttemptDeps, request: GenerationRequ
     let stream: WorkerStream;
     try {
       // What is left of the request's TTFT SLO goes with each attempt: a retry may wait only that long at its worker.
-      const sloMs = ttftSloOf(request, router);
+      const sloMs = tighterSlo(router.ttftSloMs, request.ttftSloMs);
       const attemptClass = sloMs === undefined ? callClass : { ...callClass, ttftSloMs: sloMs - (Date.now() - startedAt) };
       stream = new WorkerStream(workers.generate(target, message, attemptClass));
     } catch (error) {
@@ -163,11 +164,4 @@ function endOnce(inflight: InFlight): InFlight {
       inflight.end();
     },
   };
-}
-
-/** The request's TTFT SLO: its own (x-slo-ttft-ms) tightening the frontend's (--ttft-slo-ms); undefined: none. */
-function ttftSloOf(request: GenerationRequest, router: Router): number | undefined {
-  const configured = router.ttftSloMs ?? undefined;
-  if (request.ttftSloMs === undefined) return configured;
-  return configured === undefined ? request.ttftSloMs : Math.min(configured, request.ttftSloMs);
 }

@@ -35,6 +35,7 @@ import type {
   ThresholdApi,
   Thresholds,
 } from './contracts.js';
+import { tighterSlo } from '../../protocol/request-class.js';
 import { requestTtftMs, type RankReport } from './load-report.js';
 import { priorityClassOf, scaleThresholds } from './priority-classes.js';
 import { leasedFor, type RankState, type RequestClassRef, type WorkerPool, type WorkerState } from './worker-pool.js';
@@ -105,7 +106,7 @@ export class WorkerRouter implements Router {
     const thresholds = scaleThresholds(this.deps.thresholds.get(model), scale);
     // The TTFT SLO (--ttft-slo-ms), scaled by the class; a request's own (x-slo-ttft-ms) may only tighten it.
     const configured = this.options.maxPredictedTtftMs === null ? null : this.options.maxPredictedTtftMs * scale;
-    const maxPredictedTtftMs = ttftSloMs === undefined ? configured : Math.min(configured ?? Infinity, ttftSloMs);
+    const maxPredictedTtftMs = tighterSlo(configured, ttftSloMs) ?? null;
     const checks: Partial<Record<BusyRule, number>> = {};
     let busy = 0;
     let overloaded = 0;

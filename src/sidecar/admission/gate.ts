@@ -182,7 +182,7 @@ export class AdmissionGate implements SlotOwner {
     return this.awaitingFirstCount;
   }
 
-  /** Whether a call arriving now would be admitted at once (it would otherwise queue or be refused); with a cost, whether that cost fits too. */
+  /** Whether a call arriving now would be admitted at once by the counts alone (it would otherwise queue or be refused). */
   get hasRoom(): boolean {
     return this.room.size === 0 && this.roomInEngine();
   }

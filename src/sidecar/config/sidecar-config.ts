@@ -8,7 +8,7 @@ import { ENGINE_METRICS_FORMATS, type EngineMetricsFormatOption } from '../../pr
 import { EVENT_FORMATS, type EventFormat } from '../../protocol/dynamo-event.js';
 import type { LogLevel } from '../../platform/log.js';
 import { MAX_TIMER_MS } from '../../protocol/grpc/deadline.js';
-import { MAX_PRIORITY, MIN_PRIORITY } from '../../protocol/request-class.js';
+import { MAX_PRIORITY, MAX_SLO_TTFT_MS, MIN_PRIORITY } from '../../protocol/request-class.js';
 import { isUnspecifiedHost } from './advertise-address.js';
 import { type HostPort } from '../../platform/config/host-port.js';
 import { CAPACITY_BOUNDS, SIDECAR_OPTIONS, type RawFlags, type SidecarOptionKey } from './options.js';
@@ -177,9 +177,6 @@ export const LIVE_SETTINGS = {
 } as const satisfies Partial<Record<SidecarOptionKey, { min: number; max: number } | readonly string[]>>;
 export type LiveSettingKey = keyof typeof LIVE_SETTINGS;
 /** Live settings that may be unset: `null` in the admin API's JSON. */
-/** A day: an SLO longer than that is a typo. */
-export const MAX_TTFT_SLO_MS = 86_400_000;
-
 export const NULLABLE_SETTINGS: ReadonlySet<LiveSettingKey> = new Set(['engineRequestLimit', 'firstTokenLimit']);
 /** The admission settings in force; the admin API and SIGHUP replace them as a whole. */
 export type AdmissionSettings = Pick<SidecarConfig, LiveSettingKey>;
@@ -251,7 +248,7 @@ export function parseSidecarConfig(flags: RawFlags, env: Env, readFile: (path: s
     adaptiveMinLimit: read.integer('adaptiveMinLimit', LIVE_SETTINGS.adaptiveMinLimit.min, LIVE_SETTINGS.adaptiveMinLimit.max),
     firstTokenLimit: read.integer('firstTokenLimit', LIVE_SETTINGS.firstTokenLimit.min, LIVE_SETTINGS.firstTokenLimit.max),
     maxQueueWaitMs: read.integer('maxQueueWaitMs', LIVE_SETTINGS.maxQueueWaitMs.min, LIVE_SETTINGS.maxQueueWaitMs.max),
-    ttftSloMs: read.integer('ttftSloMs', 1, MAX_TTFT_SLO_MS),
+    ttftSloMs: read.integer('ttftSloMs', 1, MAX_SLO_TTFT_MS),
     priorityStarvationLimit: read.integer('priorityStarvationLimit', 1, 1_000_000),
     defaultPriority: read.integer('defaultPriority', MIN_PRIORITY, MAX_PRIORITY),
     metricsMaxTenants: read.integer('metricsMaxTenants', 0, 10_000),

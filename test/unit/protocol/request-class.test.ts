@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { MAX_PRIORITY, MIN_PRIORITY, checkPriority, checkTenant, parsePriority } from '../../../src/protocol/request-class.js';
+import { MAX_PRIORITY, MIN_PRIORITY, checkPriority, checkTenant, parsePriority, parseSloTtft, tighterSlo } from '../../../src/protocol/request-class.js';
 
 describe('request class', () => {
   it('parses int32 priorities, lower runs sooner', () => {
@@ -30,5 +30,21 @@ describe('request class', () => {
     expect(checkTenant('two words')).toHaveProperty('problem');
     expect(checkTenant('caf\u00e9')).toHaveProperty('problem');
     expect(checkTenant('a\nb')).toHaveProperty('problem');
+  });
+});
+
+describe('tighterSlo and parseSloTtft', () => {
+  it("lets a request's own SLO tighten the configured one, never loosen it", () => {
+    expect(tighterSlo(500, undefined)).toBe(500);
+    expect(tighterSlo(500, 200)).toBe(200);
+    expect(tighterSlo(500, 900)).toBe(500);
+    expect(tighterSlo(null, 900)).toBe(900);
+    expect(tighterSlo(undefined, undefined)).toBeUndefined();
+    expect(tighterSlo(null, undefined)).toBeUndefined();
+  });
+
+  it('reads x-slo-ttft-ms as an integer of ms in 1..a day, else a problem', () => {
+    expect(parseSloTtft(' 250 ')).toBe(250);
+    for (const bad of ['0', '-1', '1.5', 'soon', '86400001', '']) expect(parseSloTtft(bad)).toHaveProperty('problem');
   });
 });

@@ -8,31 +8,8 @@ import * as grpc from '@grpc/grpc-js';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { startSimulatedEngine, type RunningEngine } from '../../../../src/tools/engine/index.js';
 import { startSidecarProcess, type SidecarProcess } from '../../../support/sidecar-process.js';
-import { engineClient, startGenerate, tokens } from '../../../support/vllm-client.js';
+import { engineClient, streamTokens } from '../../../support/vllm-client.js';
 import { waitFor } from '../../../support/wait.js';
-
-interface Ending {
-  readonly code: grpc.status;
-  readonly pushbackMs: string | undefined;
-  readonly messages: number;
-}
-
-/** A streaming Generate of `maxTokens` tokens after a prompt of `promptTokens`; resolves at its end. */
-function call(client: grpc.Client, id: string, promptTokens: number, maxTokens: number): { ended: Promise<Ending>; cancel(): void } {
-  const stream = startGenerate(client, {
-    request_id: id,
-    tokenized: { original_text: '', input_ids: tokens(promptTokens) },
-    sampling_params: { max_tokens: maxTokens, ignore_eos: true },
-    stream: true,
-  });
-  let messages = 0;
-  stream.on('data', () => messages++);
-  stream.on('error', () => {});
-  const ended = new Promise<Ending>((resolve) =>
-    stream.on('status', (s: grpc.StatusObject) => resolve({ code: s.code, pushbackMs: s.metadata.get('grpc-retry-pushback-ms')[0]?.toString(), messages })),
-  );
-  return { ended, cancel: () => stream.cancel() };
-}
 
 const started: { stop(): Promise<unknown> }[] = [];
 const clients: grpc.Client[] = [];
@@ -61,10 +38,10 @@ describe('--max-queue-wait-ms', () => {
   it('refuses at once a call whose expected wait exceeds it, with that wait as its pushback, and queues nothing', async () => {
     const { s, client } = await sidecar(engine, ['--engine-request-limit', '1', '--max-queue-wait-ms', '100']);
     // One call of ~20 x 20 ms teaches the sidecar how long a call holds its slot.
-    expect((await call(client, 'teach', 8, 20).ended).code).toBe(grpc.status.OK);
-    const long = call(client, 'long', 8, 400);
+    expect((await streamTokens(client, 'teach', 8, 20).ended).code).toBe(grpc.status.OK);
+    const long = streamTokens(client, 'long', 8, 400);
     await waitFor(async () => (await s.metric('dynamo_engine_request')) === 1, 'the long call in the engine');
-    const refused = await call(client, 'newcomer', 8, 4).ended;
+    const refused = await streamTokens(client, 'newcomer', 8, 4).ended;
     expect(refused.code).toBe(grpc.status.RESOURCE_EXHAUSTED);
     expect(Number(refused.pushbackMs), 'the pushback is the expected wait, above the 100 ms allowed').toBeGreaterThan(100);
     expect(await s.metric('dynamo_sidecar_rejections_total', 'reason="expected_wait"')).toBe(1);
@@ -75,10 +52,10 @@ describe('--max-queue-wait-ms', () => {
 
   it('without it, the same newcomer queues and is served', async () => {
     const { s, client } = await sidecar(engine, ['--engine-request-limit', '1']);
-    expect((await call(client, 'teach', 8, 20).ended).code).toBe(grpc.status.OK);
-    const first = call(client, 'first', 8, 20);
+    expect((await streamTokens(client, 'teach', 8, 20).ended).code).toBe(grpc.status.OK);
+    const first = streamTokens(client, 'first', 8, 20);
     await waitFor(async () => (await s.metric('dynamo_engine_request')) === 1, 'the first call in the engine');
-    const second = call(client, 'second', 8, 4);
+    const second = streamTokens(client, 'second', 8, 4);
     await waitFor(async () => (await s.metric('dynamo_request_queue')) === 1, 'the newcomer queued');
     expect((await second.ended).code).toBe(grpc.status.OK);
     expect((await first.ended).code).toBe(grpc.status.OK);
@@ -97,9 +74,9 @@ describe('--first-token-limit', () => {
 
   it('holds a call in the queue while the admitted one awaits its first token, then admits it, although N has room', async () => {
     const { s, client } = await sidecar(engine, ['--engine-request-limit', '8', '--first-token-limit', '1']);
-    const first = call(client, 'first', 400, 50);
+    const first = streamTokens(client, 'first', 400, 50);
     await waitFor(async () => (await s.metric('dynamo_engine_request')) === 1, 'the first call in the engine');
-    const second = call(client, 'second', 8, 4);
+    const second = streamTokens(client, 'second', 8, 4);
     await waitFor(async () => (await s.metric('dynamo_request_queue')) === 1, 'the second call held in the queue');
     expect(await s.metric('dynamo_engine_request'), 'only the first is in the engine, 7 slots free').toBe(1);
     const ends = await Promise.all([first.ended, second.ended]);

@@ -9,28 +9,8 @@ import * as grpc from '@grpc/grpc-js';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { startSimulatedEngine, type RunningEngine } from '../../../../src/tools/engine/index.js';
 import { runCli, startSidecarProcess, type SidecarProcess } from '../../../support/sidecar-process.js';
-import { engineClient, startGenerate, tokens } from '../../../support/vllm-client.js';
+import { engineClient, streamTokens } from '../../../support/vllm-client.js';
 import { waitFor } from '../../../support/wait.js';
-
-interface Ending {
-  readonly code: grpc.status;
-  readonly pushbackMs: string | undefined;
-}
-
-function call(client: grpc.Client, id: string, promptTokens: number, maxTokens: number): { ended: Promise<Ending>; cancel(): void } {
-  const stream = startGenerate(client, {
-    request_id: id,
-    tokenized: { original_text: '', input_ids: tokens(promptTokens) },
-    sampling_params: { max_tokens: maxTokens, ignore_eos: true },
-    stream: true,
-  });
-  stream.on('data', () => {});
-  stream.on('error', () => {});
-  const ended = new Promise<Ending>((resolve) =>
-    stream.on('status', (s: grpc.StatusObject) => resolve({ code: s.code, pushbackMs: s.metadata.get('grpc-retry-pushback-ms')[0]?.toString() })),
-  );
-  return { ended, cancel: () => stream.cancel() };
-}
 
 interface WorkView {
   prefill_tokens_per_s: number | null;
@@ -78,7 +58,7 @@ describe('--ttft-slo-ms', () => {
     const { s, client, work } = await sidecar(engine, ['--ttft-slo-ms', '400']);
     // One call at a time, of several sizes: the prefill model's first points.
     for (const [i, size] of [100, 300, 500, 200, 600, 400].entries()) {
-      const e = await call(client, `teach-${i}`, size, 2).ended;
+      const e = await streamTokens(client, `teach-${i}`, size, 2).ended;
       expect(e.code).toBe(grpc.status.OK);
     }
     const taught = await work();
@@ -87,7 +67,7 @@ describe('--ttft-slo-ms', () => {
     expect(await s.metric('dynamo_sidecar_prefill_tokens_per_second')).toBeGreaterThan(1000);
 
     // Ten 600-token prompts at once: about 150 ms of prefill each, so only the first few fit 400 ms.
-    const burst = Array.from({ length: 10 }, (_, i) => call(client, `burst-${i}`, 600, 4));
+    const burst = Array.from({ length: 10 }, (_, i) => streamTokens(client, `burst-${i}`, 600, 4));
     const endings = await Promise.all(burst.map((c) => c.ended));
     const refused = endings.filter((e) => e.code === grpc.status.RESOURCE_EXHAUSTED);
     expect(endings.filter((e) => e.code !== grpc.status.RESOURCE_EXHAUSTED && e.code !== grpc.status.OK)).toEqual([]);
@@ -108,9 +88,9 @@ describe('--ttft-slo-ms', () => {
   it('holds a call whose KV blocks do not fit beside those reserved, until they come back', async () => {
     const { s, client, work } = await sidecar(engine, ['--ttft-slo-ms', '60000']);
     // 16 + 600 tokens: 39 of the 64 blocks each, so two cannot be in the engine at once.
-    const first = call(client, 'first', 16, 600);
+    const first = streamTokens(client, 'first', 16, 600);
     await waitFor(async () => (await s.metric('dynamo_engine_request')) === 1, 'the first call in the engine');
-    const second = call(client, 'second', 16, 600);
+    const second = streamTokens(client, 'second', 16, 600);
     await waitFor(async () => (await s.metric('dynamo_request_queue')) === 1, 'the second call held in the queue');
     expect(await s.metric('dynamo_engine_request'), 'although a slot is free').toBe(1);
     expect((await work()).ranks[0]!.kv_reserved_blocks).toBe(39);
