@@ -23,17 +23,18 @@ import { exitWithError, parseOrExit, type ErrorVoice } from '../platform/command
  * prices steps as Llama-3.3-70B in fp8 on 2 x H100 (about 19 ms a step at the demo's batch of 8,
  * slower as batches and contexts grow), with its KV cut to 128 blocks (explicit options win over
  * the preset). Steps that long leave a 2-core machine's proxies mostly idle, so time runs at 1x.
- * Admission is the overload sweep's slo configuration (npm run bench:overload, docs/performance.md):
- * one TTFT SLO of 500 ms on both halves and nothing else to tune (N is auto, a ceiling; each call is
- * admitted by its prompt, its KV blocks and the engine's learned prefill rate), and the frontend
- * routing by each request's own predicted TTFT (a busy threshold can be added).
+ * Admission is the overload sweep's best configuration (npm run bench:overload, docs/performance.md):
+ * N 12, Q 4, first-token limit 2, refusal beyond 50 ms of expected wait, adaptive pushback, and the
+ * frontend routing by the sidecars' predicted TTFT with no busy threshold (one can be set).
  */
 export const DEMO_DEFAULTS = Object.freeze({
   workers: 2,
   httpPort: FRONTEND_OPTIONS.httpPort.default,
-  engineRequestLimit: 'auto',
-  requestQueueLimit: 16,
-  ttftSloMs: 500,
+  engineRequestLimit: 12,
+  requestQueueLimit: 4,
+  firstTokenLimit: 2,
+  maxQueueWaitMs: 50,
+  retryPushbackMode: 'adaptive',
   enginePreset: 'llama-3.3-70b-fp8-2xh100',
   engineTimeScale: 1,
   numGpuBlocks: 128,
@@ -123,7 +124,9 @@ async function runDemo(count: number, flags: DemoFlags, httpPort: number, io: Co
           systemHost: '127.0.0.1',
           systemPort: '0',
           engineRequestLimit: flags.engineRequestLimit,
-          ttftSloMs: String(DEMO_DEFAULTS.ttftSloMs),
+          firstTokenLimit: String(DEMO_DEFAULTS.firstTokenLimit),
+          maxQueueWaitMs: String(DEMO_DEFAULTS.maxQueueWaitMs),
+          retryPushbackMode: DEMO_DEFAULTS.retryPushbackMode,
           maxNumBatchedTokens: String(engine.options.maxNumBatchedTokens),
           workerId: String(i + 1),
         },
@@ -138,10 +141,7 @@ async function runDemo(count: number, flags: DemoFlags, httpPort: number, io: Co
       );
     }
     const workers = sidecars.map((s) => `127.0.0.1:${s.ingressPort}`);
-    const config = parseFrontendConfig(
-      { httpPort: String(httpPort), activeDecodeBlocksThreshold: flags.activeDecodeBlocksThreshold, ttftSloMs: String(DEMO_DEFAULTS.ttftSloMs), workers },
-      {},
-    );
+    const config = parseFrontendConfig({ httpPort: String(httpPort), activeDecodeBlocksThreshold: flags.activeDecodeBlocksThreshold, workers }, {});
     frontend = await startFrontend(config, { logger: logger.child({ component: 'frontend' }) });
     const url = `http://127.0.0.1:${frontend.port}`;
     // Listening before the startup lines: a SIGTERM sent the moment they appear must stop cleanly, not kill.
@@ -153,7 +153,7 @@ async function runDemo(count: number, flags: DemoFlags, httpPort: number, io: Co
         `dynamo-sidecar demo: frontend ${describeFrontend(config, frontend.port)}`,
         ...sidecars.map(
           (s, i) =>
-            `dynamo-sidecar demo: worker ${i + 1}: sidecar 127.0.0.1:${s.ingressPort} (TTFT SLO ${DEMO_DEFAULTS.ttftSloMs} ms, N=${flags.engineRequestLimit}, Q=${DEMO_DEFAULTS.requestQueueLimit}, metrics http://127.0.0.1:${s.systemPort}/metrics, status page http://127.0.0.1:${s.systemPort}/status) -> simulated engine ${engines[i]!.address} (${DEMO_DEFAULTS.enginePreset}, ${DEMO_DEFAULTS.numGpuBlocks} KV blocks)`,
+            `dynamo-sidecar demo: worker ${i + 1}: sidecar 127.0.0.1:${s.ingressPort} (N=${flags.engineRequestLimit}, Q=${DEMO_DEFAULTS.requestQueueLimit}, F=${DEMO_DEFAULTS.firstTokenLimit}, max queue wait ${DEMO_DEFAULTS.maxQueueWaitMs} ms, metrics http://127.0.0.1:${s.systemPort}/metrics, status page http://127.0.0.1:${s.systemPort}/status) -> simulated engine ${engines[i]!.address} (${DEMO_DEFAULTS.enginePreset}, ${DEMO_DEFAULTS.numGpuBlocks} KV blocks)`,
         ),
         'try:',
         `  curl -s ${url}/v1/models`,

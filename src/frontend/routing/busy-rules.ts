@@ -66,9 +66,12 @@ export function judgeRank(load: RankReport | undefined, thresholds: Thresholds, 
     } else if (prefill > frac * load.maxNumBatchedTokens) fired.push('active_prefill_tokens_threshold_frac');
   }
   if (maxPredictedTtftMs) {
-    // The request's own prediction where the sidecar publishes its model (--ttft-slo-ms), else the worker's.
+    // The request's own prediction where the sidecar publishes its model (--ttft-slo-ms), else the
+    // worker's. A worker with no prefill ahead is never busy by its model, as its sidecar never
+    // refuses such a call: that call is the probe that relearns an engine faster than its model says.
     const predicted = requestTtftMs(load, promptTokens);
-    if (predicted !== undefined && predicted > maxPredictedTtftMs) fired.push('max_predicted_ttft_ms');
+    const probe = load.ttftModel !== undefined && (load.prefillTokensAhead ?? 0) === 0;
+    if (predicted !== undefined && predicted > maxPredictedTtftMs && !probe) fired.push('max_predicted_ttft_ms');
   }
   return { busy: fired.length > 0, fired, missing };
 }

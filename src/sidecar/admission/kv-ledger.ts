@@ -161,8 +161,12 @@ export class KvLedger implements AdmissionBudget<CallCost> {
   firstToken(cost: CallCost): void {
     if (cost.state !== 'prefill') return;
     cost.state = 'decode';
-    this.rank(cost.rank).prefillTokens -= cost.promptTokens;
-    this.prefill.sample(cost.aheadAtTake + cost.promptTokens, this.now() - cost.takenAt);
+    const r = this.rank(cost.rank);
+    // The prefill it waited for: what was ahead of it, or what shared its step with it when more
+    // came after it (an engine prefills a batch in one step, so every call in it has its first
+    // token at the batch's time, the last admitted as much as the first).
+    this.prefill.sample(Math.max(cost.aheadAtTake + cost.promptTokens, r.prefillTokens), this.now() - cost.takenAt);
+    r.prefillTokens -= cost.promptTokens;
   }
 
   give(cost: CallCost): void {

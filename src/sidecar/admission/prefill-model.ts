@@ -1,7 +1,8 @@
 /**
  * Learns a worker's prefill model online from its first tokens (ttft-prediction.ts): each
- * sample is the prefill tokens a call had ahead of it plus its own (x) and the time from its
- * engine slot to its first token (y). A least-squares line y = a + x / rate, with exponential
+ * sample is the prefill a call waited for (x: the tokens ahead of it plus its own, or the batch it
+ * shared its first step with when that was larger; kv-ledger.ts) and the time from its engine slot
+ * to its first token (y). A least-squares line y = a + x / rate, with exponential
  * forgetting so that a change in the engine's speed (another model, a thermal throttle, a
  * neighbour on the GPU) is followed within a few dozen calls, as Dynamo's planner fits step time
  * on scheduled prefill tokens.

@@ -29,9 +29,9 @@ afterAll(() => {
 describe('the whole-system demo (the main job)', () => {
   it('prints the frontend, both workers and the lines to try', () => {
     expect(stdout).toMatch(
-      /frontend listening on http:\/\/127\.0\.0\.1:\d+, workers 127\.0\.0\.1:\d+,127\.0\.0\.1:\d+, router predicted-ttft, thresholds ttft_slo_ms=500/,
+      /frontend listening on http:\/\/127\.0\.0\.1:\d+, workers 127\.0\.0\.1:\d+,127\.0\.0\.1:\d+, router predicted-ttft, thresholds none/,
     );
-    expect(stdout.match(/worker \d: sidecar 127\.0\.0\.1:\d+ \(TTFT SLO 500 ms, N=auto, Q=16/g)).toHaveLength(2);
+    expect(stdout.match(/worker \d: sidecar 127\.0\.0\.1:\d+ \(N=12, Q=4, F=2, max queue wait 50 ms/g)).toHaveLength(2);
     expect(stdout).toContain(`curl -s ${url}/v1/models`);
   });
 

@@ -39,14 +39,14 @@ async function sidecar(engine: RunningEngine, args: string[]): Promise<{ s: Side
 describe('--ttft-slo-ms', () => {
   let engine: RunningEngine;
   beforeAll(async () => {
-    // 64 blocks of 16 tokens; 4,000 prefill tokens/s: a 1,000-token prompt takes about 250 ms to its first token.
+    // 64 blocks of 16 tokens; 1,000 prefill tokens/s: an 800-token prompt takes about 800 ms to its first token.
     engine = await startSimulatedEngine({
       host: '127.0.0.1',
       port: 0,
       metricsPort: 0,
       numGpuBlocks: 64,
       blockSize: 16,
-      prefillTokensPerS: 4000,
+      prefillTokensPerS: 1000,
       decodeStepMs: 10,
     });
   });
@@ -55,29 +55,24 @@ describe('--ttft-slo-ms', () => {
   });
 
   it('learns the prefill rate, refuses at once what cannot meet the SLO (with the predicted wait as pushback), and leaks nothing', async () => {
-    const { s, client, work } = await sidecar(engine, ['--ttft-slo-ms', '400']);
-    // One call at a time, of several sizes: the prefill model's first points.
-    for (const [i, size] of [100, 300, 500, 200, 600, 400].entries()) {
-      const e = await streamTokens(client, `teach-${i}`, size, 2).ended;
-      expect(e.code).toBe(grpc.status.OK);
-    }
+    const { s, client, work } = await sidecar(engine, ['--ttft-slo-ms', '300']);
+    // One call at a time, of several sizes: the prefill model's first points. A call with nothing
+    // ahead of it is never refused by prediction, whatever the model says.
+    for (const [i, size] of [100, 300, 500, 200, 600, 400].entries())
+      expect((await streamTokens(client, `teach-${i}`, size, 2).ended).code).toBe(grpc.status.OK);
     const taught = await work();
     expect(taught.prefill_samples).toBeGreaterThanOrEqual(6);
-    expect(taught.prefill_tokens_per_s, 'a rate near the engine s 4,000 tokens/s').toBeGreaterThan(1000);
-    expect(await s.metric('dynamo_sidecar_prefill_tokens_per_second')).toBeGreaterThan(1000);
+    expect(taught.prefill_tokens_per_s, "a rate near the engine's 1,000 tokens/s").toBeGreaterThan(250);
+    expect(await s.metric('dynamo_sidecar_prefill_tokens_per_second')).toBeGreaterThan(250);
 
-    // Ten 600-token prompts at once: about 150 ms of prefill each, so only the first few fit 400 ms.
-    const burst = Array.from({ length: 10 }, (_, i) => streamTokens(client, `burst-${i}`, 600, 4));
-    const endings = await Promise.all(burst.map((c) => c.ended));
-    const refused = endings.filter((e) => e.code === grpc.status.RESOURCE_EXHAUSTED);
-    expect(endings.filter((e) => e.code !== grpc.status.RESOURCE_EXHAUSTED && e.code !== grpc.status.OK)).toEqual([]);
-    expect(refused.length, 'some of the burst cannot meet the SLO').toBeGreaterThan(0);
-    expect(refused.length, 'the first of the burst can').toBeLessThan(10);
-    for (const r of refused) expect(Number(r.pushbackMs)).toBeGreaterThan(0);
-    const byPrediction = await s.metric('dynamo_sidecar_rejections_total', 'reason="predicted_ttft"');
-    const byQueueTime = await s.metric('dynamo_sidecar_rejections_total', 'reason="queue_timeout"');
-    expect(byPrediction + byQueueTime + (await s.metric('dynamo_sidecar_rejections_total', 'reason="kv_budget"'))).toBe(refused.length);
-    expect(byPrediction, 'refused at arrival by the prediction').toBeGreaterThan(0);
+    // An 800-token prompt in prefill, and a 100-token one behind it: predicted at about 900 ms, over 300.
+    const long = streamTokens(client, 'long', 800, 2);
+    await waitFor(async () => ((await work()).ranks[0]?.prefill_tokens_ahead ?? 0) >= 800, 'the long prompt in prefill');
+    const behind = await streamTokens(client, 'behind', 100, 2).ended;
+    expect(behind.code).toBe(grpc.status.RESOURCE_EXHAUSTED);
+    expect(Number(behind.pushbackMs), 'the pushback is the predicted wait').toBeGreaterThan(0);
+    expect(await s.metric('dynamo_sidecar_rejections_total', 'reason="predicted_ttft"')).toBe(1);
+    expect((await long.ended).code).toBe(grpc.status.OK);
 
     // Every call has ended: the ledger is back at zero.
     const after = await work();

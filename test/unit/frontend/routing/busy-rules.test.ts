@@ -106,3 +106,18 @@ describe('load reports', () => {
     expect(() => parseRankReport({ worker_id: 1, dp_rank: 1.5 })).toThrow(/dp_rank/);
   });
 });
+
+describe('the TTFT SLO check with a published prefill model', () => {
+  const withModel = (ahead: number): RankReport =>
+    parseRankReport({ worker_id: 1, ttft_base_ms: 100, prefill_tokens_per_s: 10_000, prefill_tokens_ahead: ahead, kv_free_blocks: 100, kv_block_size: 16 });
+
+  it("judges the request's own prompt: busy when base + (ahead + prompt) / rate exceeds the SLO", () => {
+    expect(judgeRank(withModel(3000), THRESHOLDS_OFF, 500, 500).fired).toEqual([]); // 100 + 350 ms
+    expect(judgeRank(withModel(3000), THRESHOLDS_OFF, 500, 1500).fired).toEqual(['max_predicted_ttft_ms']); // 100 + 450 ms
+  });
+
+  it('is never busy with no prefill ahead, however slow its model: that request is the probe that relearns it', () => {
+    expect(judgeRank(withModel(0), THRESHOLDS_OFF, 50, 2000).fired).toEqual([]);
+    expect(judgeRank(withModel(1), THRESHOLDS_OFF, 50, 2000).fired).toEqual(['max_predicted_ttft_ms']);
+  });
+});

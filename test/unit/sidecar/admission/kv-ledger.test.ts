@@ -39,6 +39,24 @@ describe('KvLedger', () => {
     expect([ledger.reservedBlocks(0), ledger.freeBlocks(0), ledger.meanHoldMs]).toEqual([0, 100, 100]);
   });
 
+  it("teaches the prefill model the batch a call's first token came with, not only what was ahead of it", () => {
+    const samples: [number, number][] = [];
+    const learner = { sample: (tokens: number, ms: number) => samples.push([tokens, ms]) } as unknown as PrefillLearner;
+    let now = 0;
+    const ledger = new KvLedger(geometry(undefined), learner, new OutputLengths(), () => now);
+    const first = ledger.costOf(0, 100, 0);
+    const second = ledger.costOf(0, 300, 0);
+    ledger.take(first);
+    ledger.take(second);
+    now = 50; // one step prefills both
+    ledger.firstToken(first);
+    ledger.firstToken(second);
+    expect(samples).toEqual([
+      [400, 50], // the first admitted waited for the whole batch, not for 100 tokens
+      [400, 50],
+    ]);
+  });
+
   it('counts a prompt it could not read at a conservative size', () => {
     const { ledger } = ledgerWith(100);
     expect(ledger.costOf(0, undefined, undefined).promptTokens).toBe(UNDECODED_PROMPT_TOKENS);
