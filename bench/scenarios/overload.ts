@@ -4,20 +4,20 @@
  * and how cheaply the excess is turned away: the sidecar's RESOURCE_EXHAUSTED, HAProxy's 503
  * (maxconn 32 maxqueue 16, short timeout queue), nginx's limit_conn 503 (no queue).
  *
- * The load comes from h2load in open-loop mode (--rps per connection), not from a Node client:
- * a Node http2 client offering 1,600 calls/s pauses for 5-10 ms scavenges several times a
- * second, which put its own p99 (4-11 ms measured against a rejecter that costs nothing) above
- * the 2 ms the goal asks of the proxy. h2load only sees :status, so a call is a rejection when
- * it is a 503, or a 200 answered in under half the engine's hold time (only the proxy's
- * Trailers-Only RESOURCE_EXHAUSTED is that fast: an admitted or queued call takes at least the
- * hold); for the sidecar the count is checked against its own grpc-status counter.
+ * A call is a rejection by what the proxy answered: a 503 (HAProxy, nginx) or grpc-status 8
+ * (the sidecar's Trailers-Only RESOURCE_EXHAUSTED). h2load cannot tell: it only sees :status,
+ * which is 200 for every gRPC answer, and judging by speed (a 200 faster than half the hold
+ * taken as a rejection) miscounted on a loaded machine, where rejections took longer than that.
+ * So the load comes from bench/clients/unary-client.ts, which reads grpc-status from the
+ * trailers (or the Trailers-Only headers) and accounts for every call it started; for the
+ * sidecar its count must equal the sidecar's own grpc-status 8 counter over the run.
  */
-import { writeBodyFile, type H2loadRecord } from '../lib/h2load.js';
-import { distribution } from '../lib/stats.js';
+import type { UnaryRunCommand, UnaryRunResult } from '../clients/unary-client.js';
+import { startSteppedClient } from '../lib/client.js';
 import { settleRule, warmUp } from '../lib/settle.js';
+import type { BenchProcess } from '../lib/spawn.js';
 import { withTargets, type Target } from '../targets/index.js';
 import { rosterSpecs } from '../targets/roster.js';
-import { h2loadWindow, type H2loadWindow } from './h2load-window.js';
 import { runRounds } from './rounds.js';
 import { pairScenario } from './summary.js';
 import { newResult, type BenchContext, type PairDef, type ScenarioResult } from './types.js';
@@ -36,22 +36,36 @@ export const OVERLOAD_AB: PairDef[] = [
   { metric: 'rejectP99Us', op: 'ratio', label: 'reject p99' },
 ];
 
-function overloadRun(ctx: BenchContext, target: Target, durationMs: number): Promise<H2loadWindow> {
-  return h2loadWindow(target, {
-    path: '/bench.Bench/Slow',
-    bodyFile: writeBodyFile(ctx.dir, 100),
-    durationMs,
-    clients: CONNECTIONS,
-    streamsPerClient: STREAMS,
-    rpsPerClient: OFFERED / CONNECTIONS,
-    headers: { 'x-bench-hold-ms': String(HOLD_MS) },
-    cpus: ctx.plan.client,
-    dir: ctx.dir,
-  });
+/** Most a run waits, after its last call started, for the calls still open (the longest takes the hold plus its queue wait). */
+const DRAIN_MS = 10_000;
+
+/** The load client: one process for the whole scenario (every target, warm-up slices and rounds), given one run at a time. */
+function startLoadClient(ctx: BenchContext): BenchProcess {
+  return startSteppedClient(
+    'unary-client',
+    {
+      path: '/bench.Bench/Slow',
+      bodyBytes: 100,
+      headers: { 'x-bench-hold-ms': String(HOLD_MS) },
+      connections: CONNECTIONS,
+      streamsPerConnection: STREAMS,
+      rpsPerConnection: OFFERED / CONNECTIONS,
+      drainMs: DRAIN_MS,
+    },
+    ctx.plan.client,
+  );
 }
 
-function isRejection(r: H2loadRecord): boolean {
-  return r.status === 503 || (r.status === 200 && r.elapsedUs < (HOLD_MS * 1000) / 2);
+let runsAsked = 0;
+
+async function overloadRun(client: BenchProcess, target: Target, durationMs: number): Promise<UnaryRunResult> {
+  const run = ++runsAsked;
+  const cmd: UnaryRunCommand = { port: target.port, pid: target.pid ?? null, durationMs };
+  client.child.stdin!.write(`${JSON.stringify(cmd)}\n`);
+  const line = await client.waitFor(new RegExp(`^(\\{"run":${run},.*)\\n`, 'm'), durationMs + DRAIN_MS + 30_000);
+  const r = JSON.parse(line[1]!) as UnaryRunResult;
+  if (r.ok + r.rejected === 0) throw new Error(`the load client got no answer (${r.started} started, ${r.errored} errored, ${r.unfinished} unfinished)`);
+  return r;
 }
 
 /** RESOURCE_EXHAUSTED answers the sidecar counted itself (its metric labels the code by name or number). */
@@ -67,11 +81,11 @@ export async function runOverload(ctx: BenchContext): Promise<ScenarioResult> {
     'overload',
     `Scenario 3: overload, ${OFFERED} calls/s offered to N=${N} Q=${Q} on a ${HOLD_MS} ms engine`,
     [
-      `h2load -D ${durationMs}ms -c ${CONNECTIONS} -m ${STREAMS} --rps ${OFFERED / CONNECTIONS} (open loop, ${OFFERED} unary calls/s, 10x the ${(N * 1000) / HOLD_MS}/s the engine holds); upstream holds each call ${HOLD_MS} ms`,
-      `rejection = HTTP 503 (haproxy, nginx) or a 200 answered within ${HOLD_MS / 2} ms (the sidecar's Trailers-Only RESOURCE_EXHAUSTED; admitted calls take >= ${HOLD_MS} ms), checked against the sidecar's own grpc-status 8 count; time to rejection = h2load's per-request elapsed time`,
+      `bench/clients/unary-client.ts for ${durationMs} ms: ${CONNECTIONS} HTTP/2 connections, at most ${STREAMS} calls in flight on each, ${OFFERED / CONNECTIONS} calls/s per connection (open loop, ${OFFERED} unary calls/s, 10x the ${(N * 1000) / HOLD_MS}/s the engine holds); upstream holds each call ${HOLD_MS} ms; every call started is waited for (at most ${DRAIN_MS / 1000} s after the last)`,
+      `rejection = HTTP 503 (haproxy, nginx) or grpc-status 8 RESOURCE_EXHAUSTED (the sidecar), read from each answer's trailers or Trailers-Only headers; ok = 200 with grpc-status 0; for the sidecar the count must equal its own grpc-status 8 counter over the run; time to rejection = from writing the call's frames to the arrival of its answer's last frame`,
       `sidecar --engine-request-limit ${N}, DYN_DYNAMO_REQUEST_QUEUE_LIMIT=${Q}; haproxy server maxconn ${N} maxqueue ${Q}, timeout queue ${QUEUE_TIMEOUT_MS}ms; nginx limit_conn ${N} (no queue)`,
-      'proxy CPU us/rejection = proxy CPU (per-thread on-CPU ns, right before h2load starts and 50 ms after it exits; idle outside) / rejections, admitted calls included',
-      'h2load, not a Node client: a Node http2 client at this rate stalls 5-10 ms in its own scavenges (p99 4-11 ms against a rejecter that costs nothing), hiding the 2 ms the goal is about',
+      'proxy CPU us/rejection = proxy CPU (per-thread on-CPU ns, read by the client right before it connects and 50 ms after its connections closed; idle outside) / rejections, admitted calls included',
+      'the client speaks HTTP/2 over a plain socket: h2load sees only :status (200 for every gRPC answer), and a node:http2 client at this rate stalls 5-30 ms in its own scavenges (each stream outlives one), hiding the 2 ms the goal is about',
       `warm-up before a target's first round: separate ${rule.sliceMs} ms runs of the same load until three consecutive runs' CPU us/rejection agree within ${rule.tolerance * 100}% (each to the one before; at most ${rule.maxSlices})`,
     ],
     [
@@ -92,49 +106,54 @@ export async function runOverload(ctx: BenchContext): Promise<ScenarioResult> {
   });
   return withTargets(specs, ctx.plan, ctx.dir, async (targets) => {
     const byName = (name: string): Target => targets.find((t) => t.name === name)!;
-    await runRounds(result, {
-      targets: targets.map((t) => t.name),
-      rounds: ctx.options.rounds,
-      warmup: async (name) => {
-        const warm = await warmUp(rule, true, async () => {
-          const w = await overloadRun(ctx, byName(name), rule.sliceMs);
-          return (w.cpuS * 1e6) / w.r.records.filter(isRejection).length;
-        });
-        result.warmups.push({ target: name, unit: 'us/rejection', ...warm });
-      },
-      measure: async (name) => {
-        const target = byName(name);
-        const before = await target.grpcCodes?.();
-        const { r, cpuS, cpuTickS } = await overloadRun(ctx, target, durationMs);
-        const after = await target.grpcCodes?.();
-        const rejected = r.records.filter(isRejection);
-        const ok = r.records.filter((x) => x.status === 200 && !isRejection(x));
-        const seconds = durationMs / 1000;
-        if (rejected.length === 0) throw new Error('no call was rejected: the overload did not overload');
-        if (before && after) {
-          const counted = exhausted(after) - exhausted(before);
-          // h2load logs only the calls finished within -D; the sidecar also counts the few after.
-          if (Math.abs(counted - rejected.length) > 0.01 * counted + 20)
-            result.errors.push(`${name}: ${rejected.length} fast 200s taken as rejections, but the sidecar counted ${counted} RESOURCE_EXHAUSTED`);
-        }
-        const rejectUs = distribution(rejected.map((x) => x.elapsedUs));
-        ctx.log(
-          `  overload ${name}: ${(rejected.length / seconds).toFixed(0)} rejected/s, ${(ok.length / seconds).toFixed(0)} ok/s, reject p99 ${rejectUs.p99.toFixed(0)} us, CPU ${((cpuS * 1e6) / rejected.length).toFixed(1)} us/rejection`,
-        );
-        return {
-          offeredPerSec: r.started / seconds,
-          okPerSec: ok.length / seconds,
-          rejectedPerSec: rejected.length / seconds,
-          rejectP50Us: rejectUs.p50,
-          rejectP99Us: rejectUs.p99,
-          okP50Us: distribution(ok.map((x) => x.elapsedUs)).p50,
-          cpuUsPerRejection: (cpuS * 1e6) / rejected.length,
-          cpuTickUsPerRejection: (cpuTickS * 1e6) / rejected.length,
-          // Answers that are neither (other statuses), and requests h2load saw fail without one.
-          other: r.records.length - rejected.length - ok.length + r.errored,
-        };
-      },
-    });
+    const client = startLoadClient(ctx);
+    try {
+      await runRounds(result, {
+        targets: targets.map((t) => t.name),
+        rounds: ctx.options.rounds,
+        warmup: async (name) => {
+          const warm = await warmUp(rule, true, async () => {
+            const w = await overloadRun(client, byName(name), rule.sliceMs);
+            return ((w.cpuS ?? NaN) * 1e6) / w.rejected;
+          });
+          result.warmups.push({ target: name, unit: 'us/rejection', ...warm });
+        },
+        measure: async (name) => {
+          const target = byName(name);
+          const before = await target.grpcCodes?.();
+          const r = await overloadRun(client, target, durationMs);
+          const after = await target.grpcCodes?.();
+          const seconds = durationMs / 1000;
+          const cpuS = r.cpuS ?? NaN;
+          const cpuTickS = r.cpuTickS ?? NaN;
+          if (r.rejected === 0) throw new Error('no call was rejected: the overload did not overload');
+          if (before && after) {
+            // The sidecar counts a call's status before it answers, and the client waits for every
+            // call it started: the two counts are equal, up to calls still open at the end (cancelled).
+            const counted = exhausted(after) - exhausted(before);
+            if (Math.abs(counted - r.rejected) > r.unfinished)
+              result.errors.push(`${name}: the client got ${r.rejected} rejections, but the sidecar counted ${counted} RESOURCE_EXHAUSTED`);
+          }
+          ctx.log(
+            `  overload ${name}: ${(r.rejected / seconds).toFixed(0)} rejected/s, ${(r.ok / seconds).toFixed(0)} ok/s, reject p99 ${r.rejectUs.p99.toFixed(0)} us, CPU ${((cpuS * 1e6) / r.rejected).toFixed(1)} us/rejection`,
+          );
+          return {
+            offeredPerSec: r.started / seconds,
+            okPerSec: r.ok / seconds,
+            rejectedPerSec: r.rejected / seconds,
+            rejectP50Us: r.rejectUs.p50,
+            rejectP99Us: r.rejectUs.p99,
+            okP50Us: r.okUs.p50 ?? NaN,
+            cpuUsPerRejection: (cpuS * 1e6) / r.rejected,
+            cpuTickUsPerRejection: (cpuTickS * 1e6) / r.rejected,
+            // Answers that are neither (other statuses), and calls that ended without one.
+            other: r.other,
+          };
+        },
+      });
+    } finally {
+      await client.stop('SIGKILL');
+    }
     pairScenario(
       result,
       ctx.roster,

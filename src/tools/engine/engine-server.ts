@@ -22,6 +22,42 @@ interface GetLoadsRequestMessage {
 /** What GetLoads reports as the engine's version. */
 const LOADS_VERSION = 'simulated';
 
+/** Whether the server answered a call DEADLINE_EXCEEDED (grpc-js's own deadline timer, or the engine's). */
+interface DeadlineAnswer {
+  sent: boolean;
+}
+
+/** Each call's DeadlineAnswer, by the request metadata grpc-js hands the call's handler. */
+const deadlineAnswers = new WeakMap<grpc.Metadata, DeadlineAnswer>();
+
+/**
+ * grpc-js ends a call past its deadline by itself (its own timer answers DEADLINE_EXCEEDED) and
+ * then reports it to the handler as 'cancelled', exactly as it reports a client's RST_STREAM.
+ * Comparing Date.now() with the deadline cannot tell the two apart: a Node timer may run before
+ * Date.now() reaches the time it was set for (each counts whole milliseconds on its own clock),
+ * so grpc-js's own deadline at times came "before" the deadline and counted as a client cancel.
+ * grpc-js answers its deadline through the sendStatus of its own call object, which the first
+ * interceptor is handed: wrapping it notes the DEADLINE_EXCEEDED before it goes out, and so
+ * before the 'cancelled' that follows it.
+ */
+const noteDeadlineAnswers: grpc.ServerInterceptor = (_method, call) => {
+  const answer: DeadlineAnswer = { sent: false };
+  const sendStatus = call.sendStatus.bind(call);
+  call.sendStatus = (status) => {
+    if (status.code === grpc.status.DEADLINE_EXCEEDED) answer.sent = true;
+    sendStatus(status);
+  };
+  return new grpc.ServerInterceptingCall(call, {
+    start: (next) =>
+      next({
+        onReceiveMetadata: (metadata, nextMetadata) => {
+          deadlineAnswers.set(metadata, answer);
+          nextMetadata(metadata);
+        },
+      }),
+  });
+};
+
 /** The project's GrpcStatus and grpc-js's Status share numbering; this is the one place they meet. */
 function grpcCode(code: GrpcStatus): grpc.status {
   return code as number;
@@ -34,7 +70,7 @@ export interface EngineServerDeps {
 }
 
 export class EngineServer implements ProtocolHost {
-  private readonly server = new grpc.Server();
+  private readonly server = new grpc.Server({ interceptors: [noteDeadlineAnswers] });
   private readonly watchers = new Set<grpc.ServerWritableStream<{ service: string }, unknown>>();
   private readonly now: () => number;
   private readonly startedAt: number;
@@ -188,6 +224,7 @@ export class EngineServer implements ProtocolHost {
     }
     const deadline = call.getDeadline();
     const deadlineMs = deadline instanceof Date ? deadline.getTime() : deadline;
+    const deadlineAnswer = deadlineAnswers.get(call.metadata);
     const rankValue = call.metadata.get(DP_RANK_METADATA)[0];
     let active: GenerateCall;
     try {
@@ -201,7 +238,9 @@ export class EngineServer implements ProtocolHost {
       sink.fail(GrpcStatus.INVALID_ARGUMENT, error.message);
       return;
     }
-    // grpc-js ends a call past its deadline by itself and reports it as cancelled: name it for the waste counters.
-    call.on('cancelled', () => active.cancel(Date.now() >= deadlineMs ? 'deadline' : 'cancelled'));
+    // grpc-js ends a call past its deadline by itself and reports it as cancelled: name it for the
+    // waste counters. Past the deadline means DEADLINE_EXCEEDED went out (noteDeadlineAnswers), or
+    // the cancel came at or after the deadline (a client that gave up at its deadline).
+    call.on('cancelled', () => active.cancel(deadlineAnswer?.sent || Date.now() >= deadlineMs ? 'deadline' : 'cancelled'));
   }
 }

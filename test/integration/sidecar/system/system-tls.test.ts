@@ -129,9 +129,16 @@ describe('system port timeouts with TLS (in process)', () => {
   it('closes a connection that completes the handshake and sends no request', async () => {
     const socket = tlsConnect({ host: '127.0.0.1', port, ca: pki.ca.cert });
     const closed = closedAt(socket);
+    // Read what comes: two bounds end a connection with no request at the handshake timeout, the
+    // sidecar's first-request timer (closes silently) and node's headers timeout, which counts
+    // from the connection's start (answers 408, then closes). A socket whose data is never read
+    // never sees the end of the stream, so it would not close after a 408.
+    let received = '';
+    socket.on('data', (d: Buffer) => (received += d.toString('latin1')));
     await new Promise((resolve) => socket.once('secureConnect', resolve));
     const start = Date.now();
     await waitFor(() => closed() !== undefined, 'the silent TLS connection to be closed', 5000);
     expect(closed()! - start).toBeGreaterThanOrEqual(HANDSHAKE_MS - 50);
+    expect(received === '' || received.startsWith('HTTP/1.1 408 '), `received: ${JSON.stringify(received)}`).toBe(true);
   });
 });
