@@ -66,6 +66,15 @@ export interface LoadEvent {
   prefill_tokens_per_s?: number | null;
   kv_free_blocks?: number | null;
   kv_block_size?: number | null;
+  /**
+   * How many more calls the worker admits right now: its free engine slots (none while its
+   * budget refuses a call at once) plus the queue places it would not refuse; null when admission
+   * is off. A frontend sends no more than this until the next event (worker-credit.ts), so it
+   * hears "no" from the event instead of from a refused call.
+   */
+  admit_now?: number | null;
+  /** The sidecar's queue limit Q (null when admission is off): a frontend trusts admit_now up to N + Q. */
+  request_queue_limit?: number | null;
 }
 
 /** The fields of LoadEvent that admission by work (--ttft-slo-ms) fills in. */

@@ -26,6 +26,7 @@
     if (worker.state === 'leased') why.push(el('div', { class: 'why' }, `refused (RESOURCE_EXHAUSTED): not routed for ${age(worker.leaseLeftMs)}`));
     if (worker.state === 'unreachable')
       why.push(el('div', { class: 'why' }, worker.leaseLeftMs === null ? 'load stream down' : `UNAVAILABLE: not routed for ${age(worker.leaseLeftMs)}`));
+    if (worker.state === 'no_credit') why.push(el('div', { class: 'why' }, 'sent every call its last load event admitted: not routed until its next'));
     if (worker.state === 'stale') why.push(el('div', { class: 'why' }, 'no fresh load: routed as free'));
     return el('td', {}, badge, why);
   }
@@ -48,7 +49,7 @@
 
   function renderWorkers(workers) {
     const body = document.getElementById('workers');
-    if (workers.length === 0) return body.replaceChildren(el('tr', {}, el('td', { colspan: 9, class: 'empty' }, 'no worker known yet')));
+    if (workers.length === 0) return body.replaceChildren(el('tr', {}, el('td', { colspan: 10, class: 'empty' }, 'no worker known yet')));
     body.replaceChildren(
       ...workers.map((w) =>
         el(
@@ -62,6 +63,7 @@
           el('td', { class: 'num' }, w.ranks.map((r) => fmt(r.prefillTokens)).join(' / ') || '–'),
           el('td', { class: 'num' }, `${fmt(w.engineRequest)} / ${w.engineRequestLimit === null ? '∞' : fmt(w.engineRequestLimit)}`),
           el('td', { class: 'num' }, fmt(w.requestQueue)),
+          el('td', { class: 'num credit' }, w.credit === null ? '–' : fmt(w.credit)),
           el('td', { class: 'num' }, age(w.lastEventAgeMs)),
         ),
       ),

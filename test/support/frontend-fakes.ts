@@ -35,7 +35,14 @@ export interface InFlightRecord {
   ends: number;
 }
 
-export const OVERLOAD_DETAILS: OverloadDetails = { workers: 2, busy: 1, worker_overloaded: 1, tried: 1, checks: { active_prefill_tokens_threshold: 1 } };
+export const OVERLOAD_DETAILS: OverloadDetails = {
+  workers: 2,
+  busy: 1,
+  worker_overloaded: 1,
+  no_credit: 0,
+  tried: 1,
+  checks: { active_prefill_tokens_threshold: 1 },
+};
 
 /** Routes to `targets` in turn, skipping tried ones; overloaded when none is left. */
 export class FakeRouter implements Router {

@@ -54,6 +54,8 @@ export interface OverloadDetails {
   readonly busy: number;
   /** Of those, marked overloaded by their own sidecar (a RESOURCE_EXHAUSTED lease or the event's flag). */
   readonly worker_overloaded: number;
+  /** Of those, with no credit left: this frontend sent them all the calls their last load event admitted (admit_now). */
+  readonly no_credit: number;
   /** Already tried by this request and refused. */
   readonly tried: number;
   /** How many workers each check made busy (a worker can count under several). */

@@ -50,6 +50,24 @@ export interface RankReport {
   readonly prefillTokensAhead: number | undefined;
   readonly kvFreeBlocks: number | undefined;
   readonly kvBlockSize: number | undefined;
+  /**
+   * How many more calls the worker admits now (admit_now), clamped to its own N + Q; undefined
+   * when it does not say, or says without an N (a credit past a limit it has not stated is not
+   * trusted): then the frontend routes it without credits (worker-credit.ts).
+   */
+  readonly admitNow: number | undefined;
+  /** The event's sequence and timestamp_ms, by which a credit report older than the last is ignored. */
+  readonly sequence: number | undefined;
+  readonly timestampMs: number | undefined;
+}
+
+/** admit_now, trusted up to the worker's own N + Q and no further; not a number, or no N: undefined. */
+function admitNowOf(record: Record<string, unknown>, limit: number | undefined): number | undefined {
+  const raw = record['admit_now'];
+  const credit = typeof raw === 'string' && /^\d{1,20}$/.test(raw) ? Number(raw) : raw;
+  if (limit === undefined || typeof credit !== 'number' || Number.isNaN(credit)) return undefined;
+  const queueLimit = adviceOf(record['request_queue_limit']) ?? 0;
+  return Math.floor(Math.min(Math.max(credit, 0), limit + queueLimit));
 }
 
 /**
@@ -161,6 +179,7 @@ export function parseRankReport(value: unknown): RankReport {
       throw new InvalidLoadReportError(`grpc_address must be host:port, got ${JSON.stringify(grpcAddress)}`);
   }
   const heartbeatMs = optionalCount(record, 'heartbeat_ms');
+  const engineRequestLimit = optionalCount(record, 'engine_request_limit');
   // The sidecar's own range (--load-heartbeat-ms): staleness and forgetting are counted in the
   // worker's heartbeats, so one event saying 1e15 would keep its load fresh for ever.
   if (heartbeatMs !== undefined && heartbeatMs !== 0 && !(heartbeatMs >= MIN_HEARTBEAT_MS && heartbeatMs <= MAX_HEARTBEAT_MS)) {
@@ -184,11 +203,14 @@ export function parseRankReport(value: unknown): RankReport {
     heartbeatMs: heartbeatMs === undefined || heartbeatMs === 0 ? undefined : heartbeatMs,
     engineRequest: optionalCount(record, 'engine_request'),
     requestQueue: optionalCount(record, 'request_queue'),
-    engineRequestLimit: optionalCount(record, 'engine_request_limit'),
+    engineRequestLimit,
     predictedTtftMs: predictedTtftOf(record['predicted_ttft_ms']),
     ttftModel: prefillModelOf(adviceOf(record['ttft_base_ms']), adviceOf(record['prefill_tokens_per_s'])),
     prefillTokensAhead: adviceOf(record['prefill_tokens_ahead']),
     kvFreeBlocks: adviceOf(record['kv_free_blocks']),
     kvBlockSize: positive(adviceOf(record['kv_block_size'])),
+    admitNow: admitNowOf(record, engineRequestLimit),
+    sequence: adviceOf(record['sequence']),
+    timestampMs: adviceOf(record['timestamp_ms']),
   };
 }

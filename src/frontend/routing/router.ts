@@ -6,7 +6,8 @@
  *   no worker serves the model               -> unknown_model (404)
  *   none of its workers routable             -> unavailable  (503)
  *   routable ones all tried, worker-overloaded
- *   (lease) or busy by the thresholds        -> overloaded   (529, with the counts why)
+ *   (lease), out of credit (admit_now spent,
+ *   worker-credit.ts) or busy by the thresholds -> overloaded (529, with the counts why)
  *   (the thresholds times the scale of the request's priority class: priority-classes.ts)
  *   else one free worker, by --router-mode, and its least-loaded free dp rank
  *
@@ -38,7 +39,7 @@ import type {
 import { tighterSlo } from '../../protocol/request-class.js';
 import { requestTtftMs, type RankReport } from './load-report.js';
 import { priorityClassOf, scaleThresholds } from './priority-classes.js';
-import { leasedFor, type RankState, type RequestClassRef, type WorkerPool, type WorkerState } from './worker-pool.js';
+import { leasedFor, outOfCreditFor, type RankState, type RequestClassRef, type WorkerPool, type WorkerState } from './worker-pool.js';
 
 export const ROUTER_MODES = ['predicted-ttft', 'round-robin', 'random', 'least-loaded', 'kv'] as const;
 export type RouterMode = (typeof ROUTER_MODES)[number];
@@ -110,6 +111,7 @@ export class WorkerRouter implements Router {
     const checks: Partial<Record<BusyRule, number>> = {};
     let busy = 0;
     let overloaded = 0;
+    let noCredit = 0;
     let soonestRetryAt = Infinity;
     let triedCount = 0;
     const free: Candidate[] = [];
@@ -118,12 +120,18 @@ export class WorkerRouter implements Router {
         triedCount++;
         continue;
       }
-      if (leasedFor(worker, now, priority === undefined ? undefined : { priority, tenant })) {
+      const requestClass = priority === undefined ? undefined : { priority, tenant };
+      if (leasedFor(worker, now, requestClass)) {
         overloaded++;
         if (worker.retryAt > now) soonestRetryAt = Math.min(soonestRetryAt, worker.retryAt);
         continue;
       }
       const fresh = this.freshRanks(worker, now);
+      // Credits hold while the report that gave them is fresh: a silent worker's are unknown, as its load is.
+      if (outOfCreditFor(worker, requestClass) && [...fresh.values()].some((r) => r !== undefined)) {
+        noCredit++;
+        continue;
+      }
       const verdict = judgeWorker([...fresh.values()], thresholds, maxPredictedTtftMs, promptTokens);
       this.logMissing(worker, verdict.missing);
       if (verdict.busy) {
@@ -134,7 +142,7 @@ export class WorkerRouter implements Router {
       free.push({ worker, fresh });
     }
     if (free.length === 0) {
-      const details: OverloadDetails = { workers: routable.length, busy, worker_overloaded: overloaded, tried: triedCount, checks };
+      const details: OverloadDetails = { workers: routable.length, busy, worker_overloaded: overloaded, no_credit: noCredit, tried: triedCount, checks };
       return soonestRetryAt === Infinity ? { kind: 'overloaded', details } : { kind: 'overloaded', details, retryAfterMs: soonestRetryAt - now };
     }
     const chosen = this.pick(free, promptTokens);
@@ -155,9 +163,12 @@ export class WorkerRouter implements Router {
     let blocks = Math.ceil(promptTokens / blockSize);
     let tokens = promptTokens;
     let ended = false;
+    let endCredit: (() => void) | undefined;
     if (worker) {
       worker.inFlight++;
       worker.sentSinceReport++;
+      worker.sentTokensSinceReport += promptTokens;
+      endCredit = worker.credit.sent();
     }
     if (rank) {
       rank.inFlight++;
@@ -174,6 +185,7 @@ export class WorkerRouter implements Router {
       end: () => {
         if (ended) return;
         ended = true;
+        endCredit?.();
         if (worker) worker.inFlight--;
         if (rank) {
           rank.inFlight--;
@@ -298,8 +310,8 @@ export class WorkerRouter implements Router {
  * It over-spreads a burst when the fastest worker has free slots: it errs toward least-loaded.
  *
  * A worker whose sidecar publishes its prefill model (--ttft-slo-ms) is scored by the request's
- * own prediction instead (requestTtftMs: its prefill ahead, plus this prompt for each call sent
- * since the report, plus this prompt), without the (1 + n) guess: the tokens sent are counted.
+ * own prediction instead (requestTtftMs: its prefill ahead, plus the prompt tokens of the calls
+ * sent since the report, plus this prompt), without the (1 + n) guess: the tokens sent are counted.
  *
  * A worker with no prediction (a new sidecar before its first token, an older sidecar, a Dynamo
  * worker, a stale report) scores as the best known P, so it gets a share like the fastest one
@@ -319,7 +331,7 @@ function fastest(rotated: readonly Candidate[], promptTokens: number): Candidate
 /** The lowest prediction over the worker's fresh ranks, and whether it is the request's own (a published model). */
 function predictedTtft(candidate: Candidate, promptTokens: number): { ms: number; own: boolean } | undefined {
   let lowest: { ms: number; own: boolean } | undefined;
-  const sentTokens = candidate.worker.sentSinceReport * promptTokens;
+  const sentTokens = candidate.worker.sentTokensSinceReport;
   for (const report of candidate.fresh.values()) {
     if (!report) continue;
     const ms = requestTtftMs(report, promptTokens, sentTokens);

@@ -91,6 +91,21 @@ export function registerWorkerMetrics(
     (report) => (report.predictedTtftMs === undefined ? undefined : report.predictedTtftMs / 1000),
   );
   new Gauge({
+    name: 'dynamo_frontend_worker_credits',
+    help: 'Calls each worker still admits from this frontend until its next load event (its admit_now less the calls sent since); absent for a worker that gives no credit, or whose load is stale.',
+    labelNames: ['worker_id'],
+    registers: [registry],
+    collect() {
+      this.reset();
+      const t = now();
+      for (const worker of pool.all()) {
+        const remaining = worker.credit.remaining;
+        const fresh = [...worker.ranks.values()].some((rank) => pool.freshReport(worker, rank, t) !== undefined);
+        if (remaining !== undefined && fresh) this.set({ worker_id: worker.workerId }, remaining);
+      }
+    },
+  });
+  new Gauge({
     name: 'dynamo_frontend_workers',
     help: 'Workers that can take traffic (known, reachable, not draining), per model.',
     labelNames: ['model'],

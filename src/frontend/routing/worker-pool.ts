@@ -14,7 +14,11 @@
  * While a source is down (NATS disconnected) its workers are neither stale-judged busy nor
  * forgotten: a broker outage must not empty the pool. On reconnect each gets a fresh window.
  *
- * Leases, all with the same length (--overload-lease-ms, default 1 s):
+ * Credits (worker-credit.ts): a worker whose events carry admit_now is sent no more calls than
+ * that until its next event (outOfCreditFor); its event's `overloaded` flag sets no lease, and a
+ * refusal holds it out only until its next event or for its pushback, whichever comes first.
+ *
+ * Leases, all with the same length (--overload-lease-ms, default 1 s), for workers without credits:
  * - overloaded: set by a RESOURCE_EXHAUSTED from the worker's sidecar or by an event whose
  *   `overloaded` flag is true; cleared early by the next event with the flag false. Dynamo's
  *   mark had no expiry (its issues 12138, 14213: an idle worker stayed busy forever). It holds
@@ -28,6 +32,7 @@
  */
 import { MAX_DP_RANKS } from '../../protocol/load-event.js';
 import type { OverloadScope, RankReport } from './load-report.js';
+import { WorkerCredit } from './worker-credit.js';
 
 /** A request's class as the lease reads it (tenant undefined: anonymous, "" on the wire). */
 export interface RequestClassRef {
@@ -37,8 +42,20 @@ export interface RequestClassRef {
 
 /** Whether the worker's overload lease in force refuses a request of `request`. */
 export function leasedFor(worker: WorkerState, now: number, request: RequestClassRef | undefined): boolean {
-  if (worker.overloadedUntil <= now) return false;
-  const scope = worker.overloadScope;
+  return worker.overloadedUntil > now && refusesClass(worker.overloadScope, request);
+}
+
+/**
+ * Whether the worker has no credit left for a request of `request` (worker-credit.ts): none
+ * left, and the request is one its overload refuses (an urgent call may still displace a queued
+ * one, so credit spent on less urgent calls does not hold it back). undefined credit: no credit
+ * state, never held back by it.
+ */
+export function outOfCreditFor(worker: WorkerState, request: RequestClassRef | undefined): boolean {
+  return worker.credit.remaining === 0 && refusesClass(worker.overloadScope, request);
+}
+
+function refusesClass(scope: OverloadScope | undefined, request: RequestClassRef | undefined): boolean {
   if (!scope || !request) return true;
   return request.priority >= scope.priority && (scope.tenants === null || scope.tenants.has(request.tenant ?? ''));
 }
@@ -85,6 +102,10 @@ export interface WorkerState {
    * report's predicted_ttft_ms cannot have seen yet (predicted-ttft routing, router.ts).
    */
   sentSinceReport: number;
+  /** Of those, their prompt tokens: prefill the report's prefill_tokens_ahead cannot include. */
+  sentTokensSinceReport: number;
+  /** How many more calls the worker admits from this frontend until its next report (its admit_now). */
+  readonly credit: WorkerCredit;
   /** Reports of a new rank refused because it had MAX_DP_RANKS already (its sources warn at the first). */
   ranksRefused: number;
 }
@@ -146,6 +167,8 @@ export class WorkerPool {
         connected: true,
         inFlight: 0,
         sentSinceReport: 0,
+        sentTokensSinceReport: 0,
+        credit: new WorkerCredit(),
         ranksRefused: 0,
       };
       this.workers.set(report.workerId, worker);
@@ -165,10 +188,15 @@ export class WorkerPool {
     worker.model = report.model ?? worker.model;
     worker.heartbeatMs = report.heartbeatMs ?? worker.heartbeatMs;
     worker.lastSeen = now;
-    worker.sentSinceReport = 0;
     worker.draining = report.draining;
-    worker.overloadedUntil = report.overloaded ? now + this.options.leaseMs : 0;
     worker.overloadScope = report.overloadScope;
+    if (worker.credit.report({ ...report, occupancy: (report.engineRequest ?? 0) + (report.requestQueue ?? 0) })) {
+      worker.sentSinceReport = 0;
+      worker.sentTokensSinceReport = 0;
+    }
+    // A worker that gives credits is held back by them (outOfCreditFor), not by a lease: the
+    // next report, or its credit, says when it has room again.
+    worker.overloadedUntil = report.overloaded && !worker.credit.reported ? now + this.options.leaseMs : 0;
     if (source === 'push') {
       worker.connected = true;
       worker.unreachableUntil = 0;
@@ -227,7 +255,10 @@ export class WorkerPool {
     if (!worker) return;
     const scope: OverloadScope | undefined = refused && { priority: refused.priority, tenants: new Set([refused.tenant ?? '']) };
     worker.overloadScope = worker.overloadedUntil > now ? widenScope(worker.overloadScope, scope) : scope;
-    worker.overloadedUntil = now + this.options.leaseMs;
+    // A worker that gives credits is held out until its next report (apply() ends the lease) or
+    // for its pushback, whichever comes first; the lease is only the bound when neither comes.
+    const holdMs = worker.credit.reported && pushbackMs !== undefined ? Math.min(pushbackMs, this.options.leaseMs) : this.options.leaseMs;
+    worker.overloadedUntil = now + holdMs;
     worker.retryAt = pushbackMs === undefined ? 0 : now + pushbackMs;
   }
 

@@ -5,7 +5,8 @@
  * with the router about who is busy.
  *
  * State, first that applies: draining; unreachable (its push stream is down, or an UNAVAILABLE
- * lease); leased (a RESOURCE_EXHAUSTED or an `overloaded` event, with the time left); stale
+ * lease); leased (a RESOURCE_EXHAUSTED or an `overloaded` event, with the time left); no_credit
+ * (this frontend sent it every call its last event admitted, worker-credit.ts); stale
  * (no fresh load on any rank: treated as free by routing); busy (every rank busy by a check);
  * free.
  */
@@ -14,7 +15,7 @@ import type { BusyRule, PriorityScales, ThresholdApi, Thresholds } from '../rout
 import type { RankReport } from '../routing/load-report.js';
 import type { WorkerPool, WorkerState } from '../routing/worker-pool.js';
 
-export type WorkerStateName = 'free' | 'busy' | 'leased' | 'stale' | 'unreachable' | 'draining';
+export type WorkerStateName = 'free' | 'busy' | 'leased' | 'no_credit' | 'stale' | 'unreachable' | 'draining';
 
 /** A check that fired on a rank: `value` went above `limit` (the threshold applied to the rank's capacity). */
 export interface FiredCheck {
@@ -50,6 +51,8 @@ export interface WorkerRow {
   readonly requestQueue: number | null;
   /** This frontend's attempts in flight at the worker. */
   readonly inFlight: number;
+  /** Calls the worker still admits from this frontend until its next event; null: it gives no credit. */
+  readonly credit: number | null;
   readonly ranks: readonly RankRow[];
 }
 
@@ -121,7 +124,8 @@ function workerRow(deps: FleetViewDeps, worker: WorkerState, now: number): Worke
   } else if (worker.overloadedUntil > now) {
     state = 'leased';
     leaseLeftMs = worker.overloadedUntil - now;
-  } else if (!anyFresh) state = 'stale';
+  } else if (anyFresh && worker.credit.remaining === 0) state = 'no_credit';
+  else if (!anyFresh) state = 'stale';
   else if (allBusy) state = 'busy';
   else state = 'free';
   return {
@@ -137,6 +141,7 @@ function workerRow(deps: FleetViewDeps, worker: WorkerState, now: number): Worke
     engineRequestLimit: first?.engineRequestLimit ?? null,
     requestQueue: first?.requestQueue ?? null,
     inFlight: worker.inFlight,
+    credit: worker.credit.remaining ?? null,
     ranks,
   };
 }

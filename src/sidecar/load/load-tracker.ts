@@ -23,8 +23,9 @@
  *   ceil((prompt + output so far) / block size), output only with trackOutputBlocks.
  *   Both are traffic accounting only; the scrape never overrides them.
  * - max_num_batched_tokens: static config, else what the engine told, else null.
- * - engine_request, request_queue, engine_request_limit, draining: whatever the proxy last told
- *   us; they describe the whole worker and are repeated in every rank's event.
+ * - engine_request, request_queue, engine_request_limit, request_queue_limit, draining: whatever
+ *   the proxy last told us; they describe the whole worker and are repeated in every rank's
+ *   event, as is admit_now (admit-now.ts), which follows from them and the rejection below.
  * - model, grpc_address, heartbeat_ms: who the worker is and how often it reports, the same in
  *   every rank's event. model is null until known (--served-model-name, or the engine's answer
  *   to GetModelInfo); grpc_address is set once the ingress is bound (setGrpcAddress).
@@ -53,6 +54,7 @@ import { DEFAULT_DATA_PARALLEL_SIZE, DEFAULT_KV_BLOCK_SIZE, DEFAULT_LOAD_HEARTBE
 import type { ScrapedLoad } from './engine-metrics-reader.js';
 import type { LoadEvent, WorkLoadFields } from '../../protocol/load-event.js';
 import { MAX_LISTED_TENANTS } from '../admission/waiting-room.js';
+import { admitNow } from './admit-now.js';
 
 export interface LoadTrackerConfig {
   workerId: number;
@@ -356,7 +358,7 @@ export class LoadTracker {
     const r = this.ranks[i]!;
     let decode = 0;
     for (const c of r.calls) decode += this.blocks(r, c);
-    const { engineRequest, requestQueue, limit } = this.admission;
+    const { engineRequest, requestQueue, limit, queueLimit } = this.admission;
     const predictedTtft = this.config.predictTtftMs?.();
     const scope = this.overloadScope;
     return {
@@ -381,6 +383,8 @@ export class LoadTracker {
       heartbeat_ms: this.config.heartbeatMs ?? DEFAULT_LOAD_HEARTBEAT_MS,
       predicted_ttft_ms: predictedTtft === undefined ? null : Math.round(predictedTtft),
       ...this.workFields?.(i),
+      admit_now: admitNow(this.admission, this.rejectedUntilAdmittable && this.rejectedRecently()),
+      request_queue_limit: limit === undefined ? null : (queueLimit ?? null),
     };
   }
 

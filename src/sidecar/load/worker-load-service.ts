@@ -292,6 +292,8 @@ function rankLoad(event: LoadEvent, sequence: number): RankLoadMessage {
     prefill_tokens_per_s: event.prefill_tokens_per_s ?? undefined,
     kv_free_blocks: event.kv_free_blocks ?? undefined,
     kv_block_size: event.kv_block_size ?? undefined,
+    admit_now: event.admit_now ?? undefined,
+    request_queue_limit: event.request_queue_limit ?? undefined,
   };
 }
 

@@ -133,7 +133,7 @@ describe('the frontend over real sidecars', () => {
       message: 'Service temporarily overloaded',
       type: 'Overloaded',
       code: 529,
-      details: { workers: 2, busy: 1, worker_overloaded: 1, tried: 2, checks: { active_prefill_tokens_threshold: 1 } },
+      details: { workers: 2, busy: 1, worker_overloaded: 1, no_credit: 0, tried: 2, checks: { active_prefill_tokens_threshold: 1 } },
       error: { message: 'Service temporarily overloaded', type: 'Overloaded', code: 529 },
     });
     expect(router.refused.map((r) => r.kind)).toEqual(['overloaded', 'overloaded']);

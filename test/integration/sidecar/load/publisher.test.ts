@@ -86,6 +86,8 @@ describe('LoadPublisher with a real nats-server', () => {
           'grpc_address',
           'heartbeat_ms',
           'predicted_ttft_ms',
+          'admit_now',
+          'request_queue_limit',
         ],
       ].sort(),
     );

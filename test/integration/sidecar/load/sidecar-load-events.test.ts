@@ -41,6 +41,8 @@ const FIELDS = [
   'grpc_address',
   'heartbeat_ms',
   'predicted_ttft_ms',
+  'admit_now',
+  'request_queue_limit',
 ].sort();
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));

@@ -83,3 +83,33 @@ describe('a predicted_ttft_ms no sidecar can mean', () => {
     }
   });
 });
+
+describe('credits from a worker that lies', () => {
+  const admitNow = (fields: Record<string, unknown>) => parseRankReport({ worker_id: 7, ...fields }).admitNow;
+
+  it.each([
+    { name: 'negative: no credit', fields: { engine_request_limit: 4, admit_now: -3 }, expected: 0 },
+    { name: 'far past N + Q: N + Q', fields: { engine_request_limit: 4, request_queue_limit: 2, admit_now: 1e12 }, expected: 6 },
+    { name: 'Infinity: N + Q', fields: { engine_request_limit: 4, request_queue_limit: 2, admit_now: Infinity }, expected: 6 },
+    { name: 'a bad queue limit counts as none: N', fields: { engine_request_limit: 4, request_queue_limit: -1, admit_now: 9 }, expected: 4 },
+    { name: 'fractional: floored', fields: { engine_request_limit: 4, admit_now: 2.7 }, expected: 2 },
+    { name: 'a decimal string (uint64 on the push stream)', fields: { engine_request_limit: '4', admit_now: '3' }, expected: 3 },
+    { name: 'NaN: unknown', fields: { engine_request_limit: 4, admit_now: NaN }, expected: undefined },
+    { name: 'not a number: unknown', fields: { engine_request_limit: 4, admit_now: 'lots' }, expected: undefined },
+    { name: 'no N stated: not trusted', fields: { admit_now: 3 }, expected: undefined },
+    { name: 'absent: unknown', fields: { engine_request_limit: 4 }, expected: undefined },
+  ])('$name', ({ fields, expected }) => {
+    expect(admitNow(fields)).toBe(expected);
+  });
+
+  it('a worker claiming a huge credit still gets no more calls than its own N + Q before its next event', () => {
+    const { router, report } = setup();
+    report({ engine_request_limit: 3, request_queue_limit: 1, admit_now: 1e9 });
+    const routed = Array.from({ length: 10 }, () => {
+      const d = router.route('m', none, 1);
+      if (d.kind === 'route') router.begin(d.target, 1);
+      return d.kind;
+    });
+    expect(routed.filter((k) => k === 'route')).toHaveLength(4);
+  });
+});

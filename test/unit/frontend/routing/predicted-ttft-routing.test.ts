@@ -205,7 +205,7 @@ describe('--max-predicted-ttft-ms, the fourth busy check', () => {
       if (expected === 'overloaded') {
         expect(decision, mode).toEqual({
           kind: 'overloaded',
-          details: { workers: 2, busy: 2, worker_overloaded: 0, tried: 0, checks: { max_predicted_ttft_ms: 2 } },
+          details: { workers: 2, busy: 2, worker_overloaded: 0, no_credit: 0, tried: 0, checks: { max_predicted_ttft_ms: 2 } },
         });
       } else expect(decision.kind === 'route' && decision.target.workerId, mode).toBe(expected);
     }

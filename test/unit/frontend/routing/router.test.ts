@@ -54,7 +54,7 @@ describe('routing decisions', () => {
     report(2, { active_prefill_tokens: 11 });
     expect(router.route('m', none, 1)).toEqual({
       kind: 'overloaded',
-      details: { workers: 2, busy: 2, worker_overloaded: 0, tried: 0, checks: { active_prefill_tokens_threshold: 2 } },
+      details: { workers: 2, busy: 2, worker_overloaded: 0, no_credit: 0, tried: 0, checks: { active_prefill_tokens_threshold: 2 } },
     });
   });
 

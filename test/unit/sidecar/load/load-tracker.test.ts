@@ -110,6 +110,8 @@ describe('LoadTracker scrape and config precedence', () => {
         grpc_address: '',
         heartbeat_ms: 1000,
         predicted_ttft_ms: null,
+        admit_now: null,
+        request_queue_limit: null,
       },
     ]);
   });
@@ -172,6 +174,21 @@ describe('LoadTracker overloaded', () => {
     t.setAdmission({ engineRequest: 0, requestQueue: 0, limit: 4, queueLimit: 2 });
     c.advance(60_000);
     expect(rank0(t).overloaded).toBe(false);
+  });
+
+  it('gives admit_now: free slots plus queue places, none while a refusal with places left holds; null with admission off', () => {
+    const c = clock();
+    const t = new LoadTracker({ workerId: 1, now: c.now, overloadHoldMs: 1000 });
+    expect(rank0(t)).toMatchObject({ admit_now: null, request_queue_limit: null });
+    t.setAdmission({ engineRequest: 2, requestQueue: 0, limit: 4, queueLimit: 3, hasRoom: true });
+    expect(rank0(t)).toMatchObject({ admit_now: 5, request_queue_limit: 3, engine_request_limit: 4 });
+    t.setAdmission({ engineRequest: 4, requestQueue: 1, limit: 4, queueLimit: 3, hasRoom: false });
+    expect(rank0(t).admit_now).toBe(2);
+    t.markRejected({ untilAdmittable: true });
+    expect(rank0(t)).toMatchObject({ admit_now: 0, overloaded: true });
+    // The hold ends by itself, and the queue places count again.
+    c.advance(1000);
+    expect(rank0(t)).toMatchObject({ admit_now: 2, overloaded: false });
   });
 
   it('holds a refusal made with queue places left until a call would be admitted at once', () => {
