@@ -42,6 +42,20 @@ describe('fleetView', () => {
     expect(models).toEqual([{ model: 'm', thresholds: { ...OFF, active_decode_blocks_threshold: 0.5 }, priorityScales: [], workers: 2, busy: 1 }]);
   });
 
+  it('shows each worker its credit, and no_credit once this frontend spent it; null for a worker that gives none', () => {
+    const { pool, report, view } = setup();
+    pool.apply(report(1, { engine_request_limit: 4, request_queue_limit: 0, admit_now: 1 }), 0, 'push');
+    pool.apply(report(2), 0, 'push');
+    expect(view(10).workers.map((w) => [w.state, w.credit])).toEqual([
+      ['free', 1],
+      ['free', null],
+    ]);
+    pool.get('1')!.credit.sent();
+    expect(view(10).workers[0]).toMatchObject({ state: 'no_credit', credit: 0 });
+    // Stale load: no credit holds it back.
+    expect(view(3 * HEARTBEAT + 1).workers[0]!.state).toBe('stale');
+  });
+
   it('is busy only when every rank is', () => {
     const { pool, report, view } = setup();
     pool.apply(report(1, { dp_rank: 0, kv_used_blocks: 60 }), 0, 'push');
