@@ -109,6 +109,8 @@ export async function startSidecar(config: SidecarConfig, deps: SidecarDeps): Pr
     { gate, retryPushbackMs: () => pushback.estimateMs(), maxLabelValues: config.metricsMaxTenants },
     () => upstream.reachable,
   );
+  // AdmissionControl is built on the reporting below; until it is, no call is refused for its wait.
+  let queuePlaces = (): number | undefined => undefined;
   const reporting = new LoadReporting({
     config: config.load,
     gate,
@@ -118,6 +120,7 @@ export async function startSidecar(config: SidecarConfig, deps: SidecarDeps): Pr
     registry,
     logger,
     predictTtftMs: () => pushback.predictedTtftMs(),
+    queuePlaces: () => queuePlaces(),
   });
   gate.subscribe(() => reporting.syncAdmission());
   const admission = new AdmissionControl({
@@ -129,6 +132,7 @@ export async function startSidecar(config: SidecarConfig, deps: SidecarDeps): Pr
     logger,
     limitFromEngine: config.engineRequestLimitAuto,
   });
+  queuePlaces = () => admission.queuePlacesWithinWait();
   if (config.engineRequestLimitAuto) {
     followEngineCapacity(reporting.discovery, (limit) => admission.engineReported(limit), logger.child({ component: 'engine-capacity' }));
   }

@@ -142,6 +142,26 @@ export class AdmissionControl {
   }
 
   /**
+   * Of the queue's free places, how many a call would be let into right now, one after another,
+   * once the free slots are taken: each must expect a wait within --max-queue-wait-ms (the load
+   * events' admit_now, admit-now.ts). All of them with the setting off; none before a wait is known
+   * (queueRefusalMs refuses then too).
+   */
+  queuePlacesWithinWait(): number {
+    const { gate } = this.deps;
+    const free = Math.max(0, gate.queueLimit - gate.queued);
+    const max = this.current.maxQueueWaitMs;
+    if (max === 0) return free;
+    let places = 0;
+    while (places < free) {
+      const wait = this.pushback.expectedWaitMs(gate.queued + places, true);
+      if (wait === undefined || wait > max) break;
+      places++;
+    }
+    return places;
+  }
+
+  /**
    * The retry pushback (ms) to send with one refusal: the configured value in fixed mode, a fresh
    * estimate in adaptive mode. A decision, not a wire answer: the proxy builds (and caches) the
    * RESOURCE_EXHAUSTED headers around it.

@@ -105,10 +105,12 @@ export class RetryPushback {
   /**
    * How long a call that joined the queue now would wait for room, in ms: 0 when there is room,
    * `undefined` while a limit binds whose time has not been observed yet. `queuedAhead`: the calls
-   * it would wait behind (by default every queued call; fewer for an urgent one).
+   * it would wait behind (by default every queued call; fewer for an urgent one). `engineFull`:
+   * as if the free slots were taken already (a call that queues behind the ones sent before it).
    */
-  expectedWaitMs(queuedAhead?: number): number | undefined {
-    const { inEngine, limit, awaitingFirstToken, firstTokenLimit } = this.gate;
+  expectedWaitMs(queuedAhead?: number, engineFull = false): number | undefined {
+    const { limit, awaitingFirstToken, firstTokenLimit } = this.gate;
+    const inEngine = engineFull ? Math.max(this.gate.inEngine, limit) : this.gate.inEngine;
     const queued = queuedAhead ?? this.gate.queued;
     let wait = 0;
     if (inEngine >= limit) {

@@ -52,6 +52,8 @@ export interface LoadReportingDeps {
   readonly logger: Logger;
   /** The events' predicted_ttft_ms (RetryPushback.predictedTtftMs). */
   readonly predictTtftMs?: () => number | undefined;
+  /** Of the free queue places, those a call would be let into for its expected wait (admit_now, admit-now.ts). */
+  readonly queuePlaces?: () => number | undefined;
 }
 
 /** The KV source actually in use ('traffic': none). */
@@ -62,7 +64,14 @@ export class LoadReporting {
   readonly kvSource: KvSource;
   readonly subject: string;
   private readonly accounting: TrafficAccounting;
-  private readonly admissionState: AdmissionState = { engineRequest: 0, requestQueue: 0, limit: undefined, queueLimit: undefined, hasRoom: undefined };
+  private readonly admissionState: AdmissionState = {
+    engineRequest: 0,
+    requestQueue: 0,
+    limit: undefined,
+    queueLimit: undefined,
+    hasRoom: undefined,
+    queuePlaces: undefined,
+  };
   private readonly scraper: EngineScraper | undefined;
   private readonly publisher: LoadPublisher | undefined;
   /** What the engine tells about itself; others (the auto engine request limit) listen too. */
@@ -198,6 +207,7 @@ export class LoadReporting {
     state.limit = on ? gate.limit : undefined;
     state.queueLimit = on ? gate.queueLimit : undefined;
     state.hasRoom = gate.hasRoom;
+    state.queuePlaces = on ? this.deps.queuePlaces?.() : undefined;
     this.tracker.setAdmission(state);
   }
 

@@ -101,6 +101,8 @@ export interface AdmissionState {
   queueLimit?: number | undefined;
   /** A call arriving now would be admitted at once (AdmissionGate.hasRoom); absent = judged by the counts alone. */
   hasRoom?: boolean | undefined;
+  /** Of the free queue places, those a call would be let into for its expected wait (admit_now counts only these); absent: all. */
+  queuePlaces?: number | undefined;
 }
 
 export interface CallLoad {
@@ -148,7 +150,14 @@ export class LoadTracker {
   private readonly ranks: Rank[];
   private readonly listeners = new Set<() => void>();
   // Updated in place: the gate reports every acquire and release, so this path allocates nothing.
-  private readonly admission: AdmissionState = { engineRequest: 0, requestQueue: 0, limit: undefined, queueLimit: undefined, hasRoom: undefined };
+  private readonly admission: AdmissionState = {
+    engineRequest: 0,
+    requestQueue: 0,
+    limit: undefined,
+    queueLimit: undefined,
+    hasRoom: undefined,
+    queuePlaces: undefined,
+  };
   private draining = false;
   private rejectedAt: number | undefined;
   /** The last rejection left queue places: only a call admitted at once clears it (see (b) above). */
@@ -258,7 +267,8 @@ export class LoadTracker {
       a.requestQueue === state.requestQueue &&
       a.limit === state.limit &&
       a.queueLimit === state.queueLimit &&
-      a.hasRoom === state.hasRoom
+      a.hasRoom === state.hasRoom &&
+      a.queuePlaces === state.queuePlaces
     )
       return;
     a.engineRequest = state.engineRequest;
@@ -266,6 +276,7 @@ export class LoadTracker {
     a.limit = state.limit;
     a.queueLimit = state.queueLimit;
     a.hasRoom = state.hasRoom;
+    a.queuePlaces = state.queuePlaces;
     this.changed();
   }
 

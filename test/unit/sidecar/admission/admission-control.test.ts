@@ -252,3 +252,39 @@ describe('AdmissionControl, adaptive mode (--admission-mode adaptive)', () => {
     expect([gate.limit, control.limitInForce]).toEqual([Infinity, undefined]);
   });
 });
+
+describe('AdmissionControl.queuePlacesWithinWait (the queue places admit_now counts)', () => {
+  function control(maxQueueWaitMs: string) {
+    const config = parseSidecarConfig({ engineRequestLimit: '4', maxQueueWaitMs }, {});
+    const settings = admissionSettingsOf(config);
+    const { limit, queueLimit, firstTokenLimit } = gateLimits(settings);
+    const gate = new AdmissionGate(limit, queueLimit, firstTokenLimit);
+    const pushback = new RetryPushback(settings, gate, () => 0, mulberry32(3));
+    const logger = recordingLogger();
+    const admission = new AdmissionControl({
+      gate,
+      settings,
+      metrics: { admissionChanged: () => {} },
+      onChange: () => {},
+      logger,
+      pushback,
+      limitFromEngine: false,
+    });
+    return { gate, pushback, admission };
+  }
+
+  it('every free place with the max wait off', () => {
+    const { gate, admission } = control('0');
+    expect(gate.queueLimit).toBeGreaterThan(2);
+    expect(admission.queuePlacesWithinWait()).toBe(gate.queueLimit);
+  });
+
+  it('none before a slot time is known; then the places whose call would wait within the max, one behind another', () => {
+    const { gate, pushback, admission } = control('600');
+    for (let i = 0; i < 2; i++) gate.acquire(admitting(() => {}));
+    expect(admission.queuePlacesWithinWait()).toBe(0);
+    pushback.slotHeld(1000);
+    // Engine taken to N = 4 by the calls sent first: the k-th queued waits (k + 1) x 1000 / 4 ms.
+    expect(admission.queuePlacesWithinWait()).toBe(2);
+  });
+});

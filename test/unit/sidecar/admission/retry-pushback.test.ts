@@ -150,6 +150,20 @@ describe('RetryPushback.expectedWaitMs (who may queue, --max-queue-wait-ms)', ()
   });
 });
 
+describe('RetryPushback.expectedWaitMs as if the free slots were taken (admit_now)', () => {
+  it('counts a call queued behind the calls sent before it: the engine full at N', () => {
+    const { gate, pushback } = setup();
+    pushback.slotHeld(1000);
+    Object.assign(gate, { inEngine: 3, limit: 8, queued: 0 });
+    expect(pushback.expectedWaitMs(0)).toBe(0);
+    // (8 - 8 + queued + 1) x 1000 / 8
+    expect(pushback.expectedWaitMs(0, true)).toBeCloseTo(125, 9);
+    expect(pushback.expectedWaitMs(3, true)).toBeCloseTo(500, 9);
+    Object.assign(gate, { inEngine: 10, limit: 8, queued: 0 });
+    expect(pushback.expectedWaitMs(0, true)).toBe(pushback.expectedWaitMs(0));
+  });
+});
+
 describe('RetryPushback.predictedTtftMs (the load events predicted_ttft_ms)', () => {
   it('is unknown until a first token has been seen, even with room', () => {
     const { gate, pushback } = setup();

@@ -20,6 +20,18 @@ describe('admit_now', () => {
       refused: false,
       expected: 2,
     },
+    {
+      name: 'only the places whose call would expect a wait within the max',
+      counts: { engineRequest: 3, requestQueue: 1, limit: 4, queueLimit: 4, queuePlaces: 1 },
+      refused: false,
+      expected: 2,
+    },
+    {
+      name: 'no place within the max wait: slots only',
+      counts: { engineRequest: 3, requestQueue: 0, limit: 4, queueLimit: 2, queuePlaces: 0 },
+      refused: false,
+      expected: 1,
+    },
     { name: 'the limit lowered under the calls running', counts: { engineRequest: 6, requestQueue: 3, limit: 4, queueLimit: 2 }, refused: false, expected: 0 },
   ])('$name -> $expected', ({ counts, refused, expected }) => {
     expect(admitNow(counts, refused)).toBe(expected);
