@@ -6,6 +6,11 @@
  * CANCELLED errors). Bounded: at most `count` requests, at most duration + grace (+ retries'
  * last attempts, which are cancelled at the same bound).
  *
+ * The duration is read off the clock, not off a timer's callback: a timer that fires late (a
+ * busy machine) must not let more requests start. The closed loop starts none once the duration
+ * has passed; the open loop issues exactly the arrivals its schedule puts before the end of the
+ * duration (those it is late for are issued at once, catching up, and none after).
+ *
  * Retries (opt-in): a rejected attempt (RESOURCE_EXHAUSTED, or an HTTP overload status) is
  * retried up to `retry` times, after the server's pushback or a jittered backoff. Every
  * attempt counts as sent and ends in completed/rejected/errors on its own, so the summary's
@@ -78,11 +83,21 @@ export async function runLoad(input: Partial<LoadOptions>, hooks: LoadHooks = {}
   const onAbort = (): void => stopNow();
   hooks.signal?.addEventListener('abort', onAbort, { once: true });
   if (hooks.signal?.aborted) stopNow();
-  const durationTimer = options.durationS === undefined ? undefined : setTimeout(softStop, options.durationS * 1000);
+  const endsAt = options.durationS === undefined ? Infinity : startedAt + options.durationS * 1000;
+  // The open loop stops itself at the end of its schedule (below); the timer starts the closed
+  // loop's grace at the duration even while every worker waits on a call.
+  const durationTimer = options.durationS === undefined || options.rate !== undefined ? undefined : setTimeout(softStop, options.durationS * 1000);
 
-  /** Takes the next request index, or undefined when the run must not start another. */
-  const nextIndex = (): number | undefined => {
+  /**
+   * Takes the next request index, or undefined when the run must not start another. `at`: when
+   * the request is due (the open loop's schedule; now for the closed loop).
+   */
+  const nextIndex = (at: number = performance.now()): number | undefined => {
     if (softStopped) return undefined;
+    if (at >= endsAt) {
+      softStop();
+      return undefined;
+    }
     if (options.count !== undefined && issued >= options.count) {
       softStop();
       return undefined;
@@ -121,12 +136,13 @@ export async function runLoad(input: Partial<LoadOptions>, hooks: LoadHooks = {}
   const openLoop = async (rate: number): Promise<void> => {
     const requests = new Set<Promise<void>>();
     let due = performance.now();
-    for (let index = nextIndex(); index !== undefined; index = nextIndex()) {
+    for (let index = nextIndex(due); index !== undefined; index = nextIndex(due)) {
       const request = runRequest(index).finally(() => requests.delete(request));
       requests.add(request);
       const gap = options.arrival === 'fixed' ? 1 / rate : -Math.log(1 - random()) / rate;
       due += gap * 1000;
-      const wait = due - performance.now();
+      // Past the end of the duration: wait for the end itself, where nextIndex stops the run.
+      const wait = Math.min(due, endsAt) - performance.now();
       if (wait > 0) {
         try {
           await sleep(wait, undefined, { signal: wakeArrivals.signal });

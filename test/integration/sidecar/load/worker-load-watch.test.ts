@@ -122,7 +122,13 @@ const median = (values: number[]): number => [...values].sort((a, b) => a - b)[M
 describe('WorkerLoad/Watch on the sidecar port (real sidecar, simulated engine, grpc-js client)', () => {
   it("streams the engine's model, the bound address, engine_request up and back to 0, heartbeats while idle, and draining on SIGTERM", async () => {
     const e = await engine({ modelName: 'acme/watch-model-7b', decodeStepMs: 20 });
+    // The load comes from this sidecar's own traffic alone. With the default source (the engine's
+    // GetLoads, read every 250 ms) the engine's KV usage is read after the calls end, late under
+    // load, and each read that sees a change is an update of its own: the idle stretch below would
+    // not be idle.
     const s = await sidecar([
+      '--engine-load-source',
+      'traffic',
       '--upstream',
       e.address,
       '--engine-request-limit',
