@@ -525,8 +525,14 @@ describe('hostile clients (N=4, Q=2)', () => {
     it('closes idle and slow-drip connections on the system port', async () => {
       const idle = netConnect({ host: '127.0.0.1', port: timed.systemPort });
       const drip = netConnect({ host: '127.0.0.1', port: timed.systemPort });
+      // Both sockets are read: the sidecar may answer a connection it closes with node's 408
+      // (headersTimeout) before its FIN, and a socket whose received bytes are never consumed
+      // never sees that FIN, so it would never close ('end' waits for the buffered bytes).
+      const received = new Map<Socket, string>();
       const closed = (s: Socket): Promise<void> =>
         new Promise((resolve) => {
+          received.set(s, '');
+          s.on('data', (chunk: Buffer) => received.set(s, received.get(s)! + chunk.toString('latin1')));
           s.on('error', () => {});
           s.on('close', () => resolve());
         });
@@ -541,6 +547,8 @@ describe('hostile clients (N=4, Q=2)', () => {
       }
       expect(dripDone, 'slow-drip HTTP/1 request still open after 10 s').toBe(true);
       await Promise.race([idleClosed, new Promise((_, reject) => setTimeout(() => reject(new Error('idle system-port connection still open')), 5000))]);
+      // A connection that never sent a request gets nothing, or node's 408, before the close.
+      expect(received.get(idle), 'bytes the idle connection received').toMatch(/^(HTTP\/1\.1 408 [^]*)?$/);
       idle.destroy();
       drip.destroy();
       await expectHealthy(timed, engine);
