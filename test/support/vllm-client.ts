@@ -69,6 +69,24 @@ export function startGenerate(
   return metadata ? fn.call(client, request, metadata, callOptions) : fn.call(client, request, callOptions);
 }
 
+/**
+ * Starts `count` Generate calls of 8 prompt tokens that run for minutes (4,000 output tokens,
+ * ignore_eos), to fill a sidecar or an engine; their errors (the cancel itself) are swallowed.
+ * cancel() ends them all.
+ */
+export function holdCalls(client: grpc.Client, count: number): { cancel(): void } {
+  const calls = Array.from({ length: count }, (_, i) =>
+    startGenerate(client, {
+      request_id: `hold-${i}`,
+      tokenized: { original_text: '', input_ids: tokens(8) },
+      sampling_params: { max_tokens: 4000, ignore_eos: true },
+      stream: true,
+    }),
+  );
+  for (const call of calls) call.on('error', () => {});
+  return { cancel: () => calls.forEach((c) => c.cancel()) };
+}
+
 export interface StreamedEnding {
   readonly code: grpc.status;
   /** grpc-retry-pushback-ms of a refusal, as sent. */

@@ -39,7 +39,7 @@ import type {
 import { tighterSlo } from '../../protocol/request-class.js';
 import { requestTtftMs, type RankReport } from './load-report.js';
 import { priorityClassOf, scaleThresholds } from './priority-classes.js';
-import { leasedFor, outOfCreditFor, type RankState, type RequestClassRef, type WorkerPool, type WorkerState } from './worker-pool.js';
+import { leasedFor, type RankState, type RequestClassRef, type WorkerPool, type WorkerState } from './worker-pool.js';
 
 export const ROUTER_MODES = ['predicted-ttft', 'round-robin', 'random', 'least-loaded', 'kv'] as const;
 export type RouterMode = (typeof ROUTER_MODES)[number];
@@ -126,12 +126,11 @@ export class WorkerRouter implements Router {
         if (worker.retryAt > now) soonestRetryAt = Math.min(soonestRetryAt, worker.retryAt);
         continue;
       }
-      const fresh = this.freshRanks(worker, now);
-      // Credits hold while the report that gave them is fresh: a silent worker's are unknown, as its load is.
-      if (outOfCreditFor(worker, requestClass) && [...fresh.values()].some((r) => r !== undefined)) {
+      if (pool.outOfCreditFor(worker, now, requestClass)) {
         noCredit++;
         continue;
       }
+      const fresh = this.freshRanks(worker, now);
       const verdict = judgeWorker([...fresh.values()], thresholds, maxPredictedTtftMs, promptTokens);
       this.logMissing(worker, verdict.missing);
       if (verdict.busy) {
@@ -166,9 +165,7 @@ export class WorkerRouter implements Router {
     let endCredit: (() => void) | undefined;
     if (worker) {
       worker.inFlight++;
-      worker.sentSinceReport++;
-      worker.sentTokensSinceReport += promptTokens;
-      endCredit = worker.credit.sent();
+      endCredit = worker.credit.send(promptTokens);
     }
     if (rank) {
       rank.inFlight++;
@@ -324,14 +321,14 @@ function fastest(rotated: readonly Candidate[], promptTokens: number): Candidate
   const best = Math.min(...known);
   return minBy(rotated, (c) => {
     const p = predictions.get(c);
-    return p?.own ? p.ms : Math.max(p?.ms ?? best, 1) * (1 + c.worker.sentSinceReport);
+    return p?.own ? p.ms : Math.max(p?.ms ?? best, 1) * (1 + c.worker.credit.sentSinceReport);
   });
 }
 
 /** The lowest prediction over the worker's fresh ranks, and whether it is the request's own (a published model). */
 function predictedTtft(candidate: Candidate, promptTokens: number): { ms: number; own: boolean } | undefined {
   let lowest: { ms: number; own: boolean } | undefined;
-  const sentTokens = candidate.worker.sentTokensSinceReport;
+  const sentTokens = candidate.worker.credit.sentTokensSinceReport;
   for (const report of candidate.fresh.values()) {
     if (!report) continue;
     const ms = requestTtftMs(report, promptTokens, sentTokens);

@@ -1,6 +1,7 @@
 /**
  * A worker's credit: how many more calls this frontend may send it before it hears from it
- * again, from the worker's own word (its load event's admit_now) and the calls sent since.
+ * again, from the worker's own word (its load event's admit_now) and the calls sent since. It is
+ * also where the calls (and prompt tokens) sent since the worker's latest report are counted.
  *
  *   remaining = admit_now - sent since the report - our calls the report cannot have counted
  *
@@ -34,8 +35,9 @@ export class WorkerCredit {
   private timestampMs = -1;
   /** Bumped by each report applied: a call knows whether it was sent before the latest one. */
   private epoch = 0;
-  /** Calls sent since the latest report, open or ended (the report counted none of them). */
-  private sentSinceReport = 0;
+  /** Calls sent since the latest report, open or ended (the report counted none of them), and their prompt tokens. */
+  private sent = 0;
+  private sentTokens = 0;
   /** Of ours still open: sent since the latest report, and sent before it. */
   private openSinceReport = 0;
   private openBeforeReport = 0;
@@ -50,16 +52,18 @@ export class WorkerCredit {
     this.epoch++;
     this.openBeforeReport += this.openSinceReport;
     this.openSinceReport = 0;
-    this.sentSinceReport = 0;
+    this.sent = 0;
+    this.sentTokens = 0;
     this.admitNow = report.admitNow;
     this.occupancy = report.occupancy;
     return true;
   }
 
-  /** One call sent to the worker; the function returned ends it (idempotent). */
-  sent(): () => void {
+  /** One call of `promptTokens` sent to the worker; the function returned ends it (idempotent). */
+  send(promptTokens = 0): () => void {
     const epoch = this.epoch;
-    this.sentSinceReport++;
+    this.sent++;
+    this.sentTokens += promptTokens;
     this.openSinceReport++;
     let ended = false;
     return () => {
@@ -74,7 +78,20 @@ export class WorkerCredit {
   get remaining(): number | undefined {
     if (this.admitNow === undefined) return undefined;
     const unseen = Math.max(0, this.openBeforeReport - this.occupancy);
-    return Math.max(0, this.admitNow - this.sentSinceReport - unseen);
+    return Math.max(0, this.admitNow - this.sent - unseen);
+  }
+
+  /**
+   * Attempts sent since the latest report (any rank), and their prompt tokens: what that report's
+   * predicted_ttft_ms and prefill_tokens_ahead cannot include (predicted-ttft routing, router.ts).
+   * Counted for every worker, whether it gives credits or not.
+   */
+  get sentSinceReport(): number {
+    return this.sent;
+  }
+
+  get sentTokensSinceReport(): number {
+    return this.sentTokens;
   }
 
   /** Whether the worker reports credits at all (the lease after a refusal depends on it). */

@@ -99,9 +99,8 @@ export function registerWorkerMetrics(
       this.reset();
       const t = now();
       for (const worker of pool.all()) {
-        const remaining = worker.credit.remaining;
-        const fresh = [...worker.ranks.values()].some((rank) => pool.freshReport(worker, rank, t) !== undefined);
-        if (remaining !== undefined && fresh) this.set({ worker_id: worker.workerId }, remaining);
+        const credit = pool.creditOf(worker, t);
+        if (credit !== undefined) this.set({ worker_id: worker.workerId }, credit);
       }
     },
   });

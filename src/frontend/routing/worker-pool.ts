@@ -15,7 +15,7 @@
  * forgotten: a broker outage must not empty the pool. On reconnect each gets a fresh window.
  *
  * Credits (worker-credit.ts): a worker whose events carry admit_now is sent no more calls than
- * that until its next event (outOfCreditFor); its event's `overloaded` flag sets no lease, and a
+ * that until its next event (WorkerPool.outOfCreditFor); its event's `overloaded` flag sets no lease, and a
  * refusal holds it out only until its next event or for its pushback, whichever comes first.
  *
  * Leases, all with the same length (--overload-lease-ms, default 1 s), for workers without credits:
@@ -43,16 +43,6 @@ export interface RequestClassRef {
 /** Whether the worker's overload lease in force refuses a request of `request`. */
 export function leasedFor(worker: WorkerState, now: number, request: RequestClassRef | undefined): boolean {
   return worker.overloadedUntil > now && refusesClass(worker.overloadScope, request);
-}
-
-/**
- * Whether the worker has no credit left for a request of `request` (worker-credit.ts): none
- * left, and the request is one its overload refuses (an urgent call may still displace a queued
- * one, so credit spent on less urgent calls does not hold it back). undefined credit: no credit
- * state, never held back by it.
- */
-export function outOfCreditFor(worker: WorkerState, request: RequestClassRef | undefined): boolean {
-  return worker.credit.remaining === 0 && refusesClass(worker.overloadScope, request);
 }
 
 function refusesClass(scope: OverloadScope | undefined, request: RequestClassRef | undefined): boolean {
@@ -98,13 +88,9 @@ export interface WorkerState {
   connected: boolean;
   inFlight: number;
   /**
-   * Attempts this frontend sent to the worker since its latest report (any rank): what that
-   * report's predicted_ttft_ms cannot have seen yet (predicted-ttft routing, router.ts).
+   * How many more calls the worker admits from this frontend until its next report (its
+   * admit_now), and the calls and prompt tokens sent since that report.
    */
-  sentSinceReport: number;
-  /** Of those, their prompt tokens: prefill the report's prefill_tokens_ahead cannot include. */
-  sentTokensSinceReport: number;
-  /** How many more calls the worker admits from this frontend until its next report (its admit_now). */
   readonly credit: WorkerCredit;
   /** Reports of a new rank refused because it had MAX_DP_RANKS already (its sources warn at the first). */
   ranksRefused: number;
@@ -166,8 +152,6 @@ export class WorkerPool {
         unreachableUntil: 0,
         connected: true,
         inFlight: 0,
-        sentSinceReport: 0,
-        sentTokensSinceReport: 0,
         credit: new WorkerCredit(),
         ranksRefused: 0,
       };
@@ -190,10 +174,7 @@ export class WorkerPool {
     worker.lastSeen = now;
     worker.draining = report.draining;
     worker.overloadScope = report.overloadScope;
-    if (worker.credit.report({ ...report, occupancy: (report.engineRequest ?? 0) + (report.requestQueue ?? 0) })) {
-      worker.sentSinceReport = 0;
-      worker.sentTokensSinceReport = 0;
-    }
+    worker.credit.report({ ...report, occupancy: (report.engineRequest ?? 0) + (report.requestQueue ?? 0) });
     // A worker that gives credits is held back by them (outOfCreditFor), not by a lease: the
     // next report, or its credit, says when it has room again.
     worker.overloadedUntil = report.overloaded && !worker.credit.reported ? now + this.options.leaseMs : 0;
@@ -247,6 +228,27 @@ export class WorkerPool {
   freshReport(worker: WorkerState, rank: RankState, now: number): RankReport | undefined {
     if (this.sourceDown.has(worker.source) && worker.source === 'nats') return undefined;
     return now - rank.receivedAt > STALE_AFTER_HEARTBEATS * worker.heartbeatMs ? undefined : rank.report;
+  }
+
+  /**
+   * The calls the worker still admits from this frontend (worker-credit.ts), while a report that
+   * gave them is fresh; undefined when it gives no credit or its load is stale (a silent worker's
+   * credit is unknown, as its load is).
+   */
+  creditOf(worker: WorkerState, now: number): number | undefined {
+    const remaining = worker.credit.remaining;
+    if (remaining === undefined) return undefined;
+    for (const rank of worker.ranks.values()) if (this.freshReport(worker, rank, now) !== undefined) return remaining;
+    return undefined;
+  }
+
+  /**
+   * Whether the worker has no credit left for a request of `request`: none left (creditOf), and
+   * the request is one its overload refuses (an urgent call may still displace a queued one, so
+   * credit spent on less urgent calls does not hold it back).
+   */
+  outOfCreditFor(worker: WorkerState, now: number, request: RequestClassRef | undefined): boolean {
+    return this.creditOf(worker, now) === 0 && refusesClass(worker.overloadScope, request);
   }
 
   /** The worker refused a request of `refused` (undefined: of unknown class, so everyone's). */

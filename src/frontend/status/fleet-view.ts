@@ -124,7 +124,7 @@ function workerRow(deps: FleetViewDeps, worker: WorkerState, now: number): Worke
   } else if (worker.overloadedUntil > now) {
     state = 'leased';
     leaseLeftMs = worker.overloadedUntil - now;
-  } else if (anyFresh && worker.credit.remaining === 0) state = 'no_credit';
+  } else if (deps.pool.creditOf(worker, now) === 0) state = 'no_credit';
   else if (!anyFresh) state = 'stale';
   else if (allBusy) state = 'busy';
   else state = 'free';
@@ -141,7 +141,7 @@ function workerRow(deps: FleetViewDeps, worker: WorkerState, now: number): Worke
     engineRequestLimit: first?.engineRequestLimit ?? null,
     requestQueue: first?.requestQueue ?? null,
     inFlight: worker.inFlight,
-    credit: worker.credit.remaining ?? null,
+    credit: deps.pool.creditOf(worker, now) ?? null,
     ranks,
   };
 }

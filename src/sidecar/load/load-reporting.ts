@@ -29,7 +29,7 @@ import type { IncomingHttpHeaders } from 'node:http2';
 import { EngineScraper, defaultReadTimeoutMs } from './engine-scraper.js';
 import { getLoadsPath, getLoadsReader } from './engine-get-loads.js';
 import { mirrorCounter, registerLoadMetrics } from './load-metrics.js';
-import { LoadTracker, type AdmissionState } from './load-tracker.js';
+import { emptyAdmissionState, LoadTracker, type AdmissionState } from './load-tracker.js';
 import { type LoadEvent } from '../../protocol/load-event.js';
 import { EngineDiscovery } from './engine-discovery.js';
 import type { QuestionedEngine } from './engine-question.js';
@@ -64,14 +64,7 @@ export class LoadReporting {
   readonly kvSource: KvSource;
   readonly subject: string;
   private readonly accounting: TrafficAccounting;
-  private readonly admissionState: AdmissionState = {
-    engineRequest: 0,
-    requestQueue: 0,
-    limit: undefined,
-    queueLimit: undefined,
-    hasRoom: undefined,
-    queuePlaces: undefined,
-  };
+  private readonly admissionState: AdmissionState = emptyAdmissionState();
   private readonly scraper: EngineScraper | undefined;
   private readonly publisher: LoadPublisher | undefined;
   /** What the engine tells about itself; others (the auto engine request limit) listen too. */

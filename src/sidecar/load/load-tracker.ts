@@ -105,6 +105,11 @@ export interface AdmissionState {
   queuePlaces?: number | undefined;
 }
 
+/** No call in the engine or queued, admission off: where a tracker (and its reporter's reused state) start. */
+export function emptyAdmissionState(): AdmissionState {
+  return { engineRequest: 0, requestQueue: 0, limit: undefined, queueLimit: undefined, hasRoom: undefined, queuePlaces: undefined };
+}
+
 export interface CallLoad {
   /** Output tokens seen: a delta by default, or the running total with { cumulative: true }. */
   output(tokens: number, options?: { cumulative?: boolean }): void;
@@ -150,14 +155,7 @@ export class LoadTracker {
   private readonly ranks: Rank[];
   private readonly listeners = new Set<() => void>();
   // Updated in place: the gate reports every acquire and release, so this path allocates nothing.
-  private readonly admission: AdmissionState = {
-    engineRequest: 0,
-    requestQueue: 0,
-    limit: undefined,
-    queueLimit: undefined,
-    hasRoom: undefined,
-    queuePlaces: undefined,
-  };
+  private readonly admission: AdmissionState = emptyAdmissionState();
   private draining = false;
   private rejectedAt: number | undefined;
   /** The last rejection left queue places: only a call admitted at once clears it (see (b) above). */

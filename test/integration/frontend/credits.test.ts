@@ -7,7 +7,7 @@
 import * as grpc from '@grpc/grpc-js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SystemUnderTest, type FrontendProcess, type Worker } from '../../support/system-processes.js';
-import { engineClient, startGenerate, tokens } from '../../support/vllm-client.js';
+import { engineClient, holdCalls } from '../../support/vllm-client.js';
 import { waitFor } from '../../support/wait.js';
 
 const sys = new SystemUnderTest();
@@ -45,22 +45,14 @@ function holdThroughFrontend(): AbortController {
 
 describe('credits: the frontend sends no more than the worker said it admits', () => {
   it('a worker filled by others gives no credit: 529 from the frontend, nothing refused by the worker, until its next event', async () => {
-    const calls = Array.from({ length: 4 }, (_, i) =>
-      startGenerate(client, {
-        request_id: `hold-${i}`,
-        tokenized: { original_text: '', input_ids: tokens(8) },
-        sampling_params: { max_tokens: 4000, ignore_eos: true },
-        stream: true,
-      }),
-    );
-    for (const call of calls) call.on('error', () => {});
+    const held = holdCalls(client, 4);
     await waitFor(async () => (await frontend.metric('dynamo_frontend_worker_credits')) === 0, 'the frontend to see no credit', 5000, 20);
     const before = await refusals();
     const res = await chat();
     expect(res.status).toBe(529);
     expect(JSON.parse(res.body)).toMatchObject({ details: { workers: 1, no_credit: 1, worker_overloaded: 0 } });
     expect(await refusals()).toBe(before);
-    for (const call of calls) call.cancel();
+    held.cancel();
     // The event that follows the freed slots gives the credit back (no lease to wait out).
     await waitFor(async () => (await chat()).status === 200, 'a request to succeed once the worker has room', 5000, 20);
     expect(await refusals()).toBe(before);

@@ -8,7 +8,7 @@
 import * as grpc from '@grpc/grpc-js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SystemUnderTest, type FrontendProcess, type Worker } from '../../support/system-processes.js';
-import { engineClient, startGenerate, tokens } from '../../support/vllm-client.js';
+import { engineClient, holdCalls } from '../../support/vllm-client.js';
 import { waitFor } from '../../support/wait.js';
 
 const sys = new SystemUnderTest();
@@ -33,17 +33,9 @@ afterAll(async () => {
 async function saturate(worker: Worker): Promise<() => void> {
   const client = engineClient(worker.sidecar.address);
   clients.push(client);
-  const calls = Array.from({ length: 3 }, (_, i) =>
-    startGenerate(client, {
-      request_id: `hold-${i}`,
-      tokenized: { original_text: '', input_ids: tokens(8) },
-      sampling_params: { max_tokens: 4000, ignore_eos: true },
-      stream: true,
-    }),
-  );
-  for (const call of calls) call.on('error', () => {});
+  const held = holdCalls(client, 3);
   await waitFor(async () => (await worker.sidecar.metric('dynamo_request_queue')) === 2, 'the sidecar queue to fill');
-  return () => calls.forEach((c) => c.cancel());
+  return () => held.cancel();
 }
 
 const chat = (stream = false) => frontend.post('/v1/chat/completions', { model, messages: [{ role: 'user', content: 'hello there' }], max_tokens: 4, stream });

@@ -25,7 +25,7 @@ describe('a worker credit', () => {
     const credit = new WorkerCredit();
     const open: (() => void)[] = [];
     for (const step of steps) {
-      if (step === 'send') open.push(credit.sent());
+      if (step === 'send') open.push(credit.send());
       else if (step === 'end') open.shift()?.();
       else credit.report(report(step.report, 'occupancy' in step ? step.occupancy : 0));
     }
@@ -35,8 +35,8 @@ describe('a worker credit', () => {
   it('counts a call sent before a report that did not see it (in transit) as spent', () => {
     const credit = new WorkerCredit();
     credit.report(report(4, 0));
-    credit.sent();
-    credit.sent();
+    credit.send();
+    credit.send();
     // Taken before our two calls arrived: it still says 4 free and 0 held.
     credit.report(report(4, 0));
     expect(credit.remaining).toBe(2);
@@ -48,7 +48,7 @@ describe('a worker credit', () => {
   it('gives back an unseen call once it ends (its answer came: it was seen and is gone)', () => {
     const credit = new WorkerCredit();
     credit.report(report(2, 0));
-    const end = credit.sent();
+    const end = credit.send();
     credit.report(report(2, 0));
     expect(credit.remaining).toBe(1);
     end();
@@ -78,8 +78,8 @@ describe('a worker credit', () => {
     // Worker: 4 slots. Frontend A has 2 calls in transit when a report is taken that saw 2 of B's.
     const a = new WorkerCredit();
     a.report(report(4, 0));
-    a.sent();
-    a.sent();
+    a.send();
+    a.send();
     a.report(report(2, 2)); // B's two, not A's
     // A believes its two were seen (occupancy 2 covers them) and counts 2 credits; the truth is 0.
     expect(a.remaining).toBe(2);
@@ -98,7 +98,7 @@ describe('a worker credit', () => {
       take();
       for (let step = 0; step < 200; step++) {
         const r = random();
-        if (r < 0.3 && (credit.remaining ?? 0) > 0) inTransit.push(credit.sent());
+        if (r < 0.3 && (credit.remaining ?? 0) > 0) inTransit.push(credit.send());
         else if (r < 0.5 && inTransit.length > 0) held.push(inTransit.shift()!);
         else if (r < 0.65 && held.length > 0) answering.push(held.shift()!);
         else if (r < 0.8 && answering.length > 0) answering.shift()!();

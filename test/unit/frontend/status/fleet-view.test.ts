@@ -50,7 +50,7 @@ describe('fleetView', () => {
       ['free', 1],
       ['free', null],
     ]);
-    pool.get('1')!.credit.sent();
+    pool.get('1')!.credit.send();
     expect(view(10).workers[0]).toMatchObject({ state: 'no_credit', credit: 0 });
     // Stale load: no credit holds it back.
     expect(view(3 * HEARTBEAT + 1).workers[0]!.state).toBe('stale');
